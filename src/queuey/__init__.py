@@ -1,0 +1,63 @@
+"""queuey: typed background jobs and topics for asyncio, on PostgreSQL, RabbitMQ or in memory.
+
+The public names are re-exported here; the PostgreSQL and RabbitMQ backends are imported from
+``queuey.backends.postgres`` and ``queuey.backends.rabbitmq``.
+"""
+
+from queuey.backends.base import Backend, Consumer, Delivery
+from queuey.backends.memory import MemoryBackend
+from queuey.durations import Duration, parse_delay, parse_duration
+from queuey.envelope import Envelope, MalformedEnvelopeError
+from queuey.errors import (
+    BackendError,
+    ConfigError,
+    Defer,
+    DuplicateHandlerError,
+    Fatal,
+    HandlerSignal,
+    QueueyError,
+    Retry,
+    SchemaError,
+    ShutDownError,
+    UnknownQueueError,
+)
+from queuey.jobs import Job, JobContext
+from queuey.producer import Producer
+from queuey.queues import Queue, QueueConfig, QueueSet
+from queuey.retry import Backoff, RetryPolicy
+from queuey.worker import QueueStats, Worker
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "Backoff",
+    "ConfigError",
+    "Consumer",
+    "Defer",
+    "Delivery",
+    "DuplicateHandlerError",
+    "Duration",
+    "Envelope",
+    "Fatal",
+    "HandlerSignal",
+    "Job",
+    "JobContext",
+    "MalformedEnvelopeError",
+    "MemoryBackend",
+    "Producer",
+    "Queue",
+    "QueueConfig",
+    "QueueSet",
+    "QueueStats",
+    "QueueyError",
+    "Retry",
+    "RetryPolicy",
+    "SchemaError",
+    "ShutDownError",
+    "UnknownQueueError",
+    "Worker",
+    "parse_delay",
+    "parse_duration",
+]

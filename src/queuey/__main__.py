@@ -1,0 +1,5 @@
+"""``python -m queuey`` runs the command line."""
+
+from queuey.cli import main
+
+main()

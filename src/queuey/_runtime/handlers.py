@@ -1,0 +1,77 @@
+"""Handler registration: a function (async or plain), a class with ``handle`` (instantiated
+with no arguments) or an object with ``handle``, bound to one job type.
+
+A plain (``def``) handler runs in a thread pool, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from queuey.jobs import Job, JobContext
+
+__all__ = ["HandlerEntry", "make_entry"]
+
+
+@dataclass(frozen=True)
+class HandlerEntry:
+    """A registered handler: the job class, the callable and whether it is a coroutine."""
+
+    job_type: type[Job[Any]]
+    call: Callable[[Any, JobContext], Any]
+    is_async: bool
+    name: str
+
+
+def _callable_of(target: object) -> Callable[..., Any]:
+    if inspect.isclass(target):
+        target = target()
+    handle = getattr(target, "handle", None)
+    if handle is not None and callable(handle):
+        return typing.cast(Callable[..., Any], handle)
+    if callable(target):
+        return target
+    raise TypeError(f"{target!r} is neither a function nor an object with a `handle` method")
+
+
+def _check_annotation(call: Callable[..., Any], job_type: type[Job[Any]]) -> None:
+    try:
+        hints = typing.get_type_hints(call)
+    except Exception:  # unresolvable forward references: nothing to check
+        return
+    params = [p for p in inspect.signature(call).parameters.values() if p.name != "self"]
+    if not params:
+        raise TypeError(f"handler {call!r} must take the job (and optionally the context)")
+    annotated = hints.get(params[0].name)
+    if isinstance(annotated, type) and not issubclass(job_type, annotated):
+        raise TypeError(
+            f"handler {getattr(call, '__qualname__', call)!r} takes {annotated.__qualname__}, "
+            f"but is registered for {job_type.__qualname__}"
+        )
+
+
+def _takes_context(call: Callable[..., Any]) -> bool:
+    params = inspect.signature(call).parameters.values()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def make_entry(job_type: type[Job[Any]], target: object) -> HandlerEntry:
+    """Wrap ``target`` as the handler of ``job_type``.
+
+    Raises:
+        TypeError: ``target`` is not callable, or its first parameter is annotated with a
+            class that ``job_type`` is not.
+    """
+    call = _callable_of(target)
+    _check_annotation(call, job_type)
+    is_async = inspect.iscoroutinefunction(call)
+    if not _takes_context(call):
+        single = call
+        call = lambda job, ctx: single(job)  # noqa: E731
+    name = getattr(target, "__qualname__", type(target).__qualname__)
+    return HandlerEntry(job_type, call, is_async, name)

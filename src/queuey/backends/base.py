@@ -1,0 +1,134 @@
+"""The contract every transport implements: ``Backend``, ``Consumer`` and ``Delivery``.
+
+For implementers; it may change between minor versions until it has settled. The runtime
+(``Producer``, ``Worker``) talks to transports only through these Protocols, and a backend never
+imports the runtime (STYLE.md, rule 3).
+
+Semantics every backend honours, proven by ``tests/conformance``:
+
+- ``publish`` makes envelopes deliverable after ``delay`` (none or zero = now), at their priority;
+  within one priority, first in first out.
+- ``defer`` holds an envelope for ``delay`` and then makes it deliverable at its (top) priority.
+- A consumer hands out at most ``prefetch`` unsettled deliveries of its queue.
+- Each ``Delivery`` is settled once: ``ack``, ``retry`` (the next attempt after a delay),
+  ``defer``, or ``dead_letter`` with a reason. A settle that fails raises ``BackendError``; the
+  delivery is then redelivered later (at-least-once), never lost.
+- A job whose queue has ``message_ttl`` and was not started in time is dead-lettered "expired".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Protocol, runtime_checkable
+
+from queuey.envelope import Envelope
+from queuey.queues import QueueConfig
+
+__all__ = ["Backend", "Consumer", "Delivery"]
+
+
+class Delivery(Protocol):
+    """One handed-out envelope, to be settled exactly once."""
+
+    @property
+    def envelope(self) -> Envelope:
+        """The delivered envelope."""
+        ...
+
+    async def ack(self) -> None:
+        """Record success."""
+        ...
+
+    async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
+        """Replace this delivery by ``envelope`` (the next attempt), deliverable after ``delay``.
+
+        ``error`` is the failure text kept for operators.
+        """
+        ...
+
+    async def defer(self, envelope: Envelope, delay: timedelta) -> None:
+        """Replace this delivery by ``envelope`` held for ``delay`` (no attempt spent)."""
+        ...
+
+    async def dead_letter(self, reason: str) -> None:
+        """Move this delivery to the dead letters with ``reason``."""
+        ...
+
+
+class Consumer(Protocol):
+    """A stream of deliveries from one queue, at most ``prefetch`` unsettled at a time."""
+
+    async def next(self) -> Delivery | None:
+        """Wait for the next delivery; ``None`` once ``stop`` was called and nothing pulled
+        remains.
+
+        Raises:
+            BackendError: the consumer cannot go on (the backend was closed underneath it).
+        """
+        ...
+
+    async def stop(self) -> None:
+        """Stop pulling new deliveries; those already pulled are still handed out by ``next``."""
+        ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A transport for envelopes.
+
+    Attributes:
+        supports_transactions: ``publish`` accepts the caller's database connection, so an
+            enqueue commits or rolls back with the caller's transaction.
+    """
+
+    supports_transactions: bool
+
+    async def declare(self, queues: Sequence[QueueConfig]) -> None:
+        """Make sure ``queues`` exist with these options. Idempotent.
+
+        Raises:
+            BackendError: the transport refused the declaration.
+            SchemaError: (PostgreSQL) the schema is older than this version needs.
+        """
+        ...
+
+    async def publish(
+        self,
+        envelopes: Sequence[Envelope],
+        delay: timedelta | None = None,
+        *,
+        connection: object | None = None,
+    ) -> None:
+        """Make ``envelopes`` deliverable after ``delay`` (none = now), all or none.
+
+        Args:
+            envelopes: the envelopes, each naming its queue.
+            delay: how long before they may be delivered.
+            connection: the caller's own connection (only when ``supports_transactions``).
+
+        Raises:
+            BackendError: nothing was published.
+            ShutDownError: the backend is closed.
+        """
+        ...
+
+    async def defer(self, envelope: Envelope, delay: timedelta) -> None:
+        """Hold ``envelope`` for ``delay``, then deliver it at its priority.
+
+        Raises:
+            UnknownQueueError: (RabbitMQ) the queue was never declared by this backend.
+        """
+        ...
+
+    def consumer(self, queue: QueueConfig) -> Consumer:
+        """A new consumer of ``queue``."""
+        ...
+
+    async def count_pending(self, queue: str) -> int:
+        """Envelopes of ``queue`` waiting to be delivered now (not delayed, not held)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections. Idempotent."""
+        ...

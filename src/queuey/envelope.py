@@ -1,0 +1,97 @@
+"""The envelope: the JSON wire format of one job, the same on every backend (DESIGN §2,
+SEEDS-DIGEST §2.2).
+
+``{"job_id", "job_type", "queue", "attempt", "enqueued_at_ms", "deferrals", "priority",
+"payload", "headers"}``. Unknown fields are ignored; ``deferrals``, ``priority`` and ``headers``
+default when missing, so old envelopes decode.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from queuey.errors import QueueyError
+
+__all__ = ["Envelope", "MalformedEnvelopeError"]
+
+
+class MalformedEnvelopeError(QueueyError):
+    """Bytes that are not a queuey envelope."""
+
+
+class Envelope(BaseModel):
+    """One job on the wire.
+
+    Attributes:
+        job_id: UUID string, stable across retries and deferrals.
+        job_type: the job's name, also the handler dispatch key.
+        queue: the fully qualified queue name.
+        attempt: 1-based run number.
+        enqueued_at_ms: Unix epoch milliseconds of the first enqueue.
+        deferrals: how many times the job was deferred.
+        priority: 0..255; a deferred job carries its queue's top priority.
+        payload: the serialised job (any JSON value).
+        headers: optional string headers (trace context).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    job_id: str
+    job_type: str
+    queue: str
+    attempt: int = Field(ge=1)
+    enqueued_at_ms: int = Field(ge=0)
+    deferrals: int = Field(default=0, ge=0)
+    priority: int = Field(default=0, ge=0, le=255)
+    payload: Any = None
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def new(
+        cls,
+        job_type: str,
+        queue: str,
+        payload: Any,
+        *,
+        priority: int = 0,
+        headers: dict[str, str] | None = None,
+    ) -> Envelope:
+        """A first-attempt envelope with a fresh id, stamped with the current wall clock."""
+        return cls(
+            job_id=str(uuid.uuid4()),
+            job_type=job_type,
+            queue=queue,
+            attempt=1,
+            enqueued_at_ms=time.time_ns() // 1_000_000,
+            priority=priority,
+            payload=payload,
+            headers=headers or {},
+        )
+
+    def next_attempt(self) -> Envelope:
+        """The envelope of the retry: attempt + 1, priority back to 0, deferrals kept."""
+        return self.model_copy(update={"attempt": self.attempt + 1, "priority": 0})
+
+    def deferred(self, priority: int) -> Envelope:
+        """The envelope of a deferral: deferrals + 1 at ``priority``; attempt unchanged."""
+        return self.model_copy(update={"deferrals": self.deferrals + 1, "priority": priority})
+
+    def to_bytes(self) -> bytes:
+        """Serialise to JSON bytes."""
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes | str) -> Envelope:
+        """Decode JSON bytes.
+
+        Raises:
+            MalformedEnvelopeError: not JSON, or a required field missing or out of range.
+        """
+        try:
+            return cls.model_validate_json(data)
+        except ValidationError as exc:
+            raise MalformedEnvelopeError(f"malformed envelope: {exc.errors()[0]['msg']}") from exc

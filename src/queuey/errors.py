@@ -1,0 +1,112 @@
+"""Every exception queuey raises, and the signals a handler raises to choose an outcome.
+
+The tree::
+
+    QueueyError
+    ├── ConfigError            a declaration or configuration is invalid (names the attribute/key)
+    ├── SchemaError            the database schema is older than this version needs
+    ├── BackendError           the transport failed (connection lost, query failed, broker refused)
+    │   └── UnknownQueueError  an operation named a queue this backend never declared
+    ├── ShutDownError          the backend or worker is closed
+    └── DuplicateHandlerError  two handlers registered for one job type
+
+    HandlerSignal              raised by a handler to choose its outcome (not an error of ours)
+    ├── Retry                  retryable failure: the retry policy decides
+    ├── Fatal                  dead-letter now, whatever the policy
+    └── Defer                  not a failure: come back after ``delay``, no attempt spent
+
+Any exception a handler raises that is not a ``HandlerSignal`` is retryable, as in seed ``001``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+__all__ = [
+    "BackendError",
+    "ConfigError",
+    "Defer",
+    "DuplicateHandlerError",
+    "Fatal",
+    "HandlerSignal",
+    "QueueyError",
+    "Retry",
+    "SchemaError",
+    "ShutDownError",
+    "UnknownQueueError",
+]
+
+
+class QueueyError(Exception):
+    """Root of every error queuey raises."""
+
+
+class ConfigError(QueueyError, ValueError):
+    """A declaration or configuration value is invalid; the message names the offending one."""
+
+
+class SchemaError(QueueyError):
+    """The database schema is older than this version of queuey needs: run `queuey db migrate`."""
+
+
+class BackendError(QueueyError):
+    """The transport failed: a lost connection, a failed query, a refused publish."""
+
+
+class UnknownQueueError(BackendError):
+    """An operation named a queue this backend never declared."""
+
+    def __init__(self, queue: str) -> None:
+        super().__init__(f"unknown queue `{queue}`")
+        self.queue = queue
+
+
+class ShutDownError(QueueyError):
+    """The backend or worker is shut down."""
+
+
+class DuplicateHandlerError(QueueyError):
+    """Two handlers were registered for one job type."""
+
+    def __init__(self, job_type: str) -> None:
+        super().__init__(f"handler for job type `{job_type}` registered twice")
+        self.job_type = job_type
+
+
+class HandlerSignal(Exception):
+    """Base of the outcomes a handler raises on purpose."""
+
+
+class Retry(HandlerSignal):
+    """A retryable failure: the effective retry policy retries it or dead-letters it."""
+
+    def __str__(self) -> str:
+        return super().__str__() or "retry requested"
+
+
+class Fatal(HandlerSignal):
+    """A failure that no retry can fix: the job is dead-lettered at once."""
+
+    def __str__(self) -> str:
+        return super().__str__() or "fatal"
+
+
+class Defer(HandlerSignal):
+    """Not a failure: hold the job for ``delay`` and redeliver it at the queue's top priority.
+
+    The attempt count is unchanged and ``deferrals`` goes up by one (seed ``001``).
+
+    Args:
+        delay: how long to hold the job; a duration string ("30s"), a ``timedelta`` or seconds.
+        reason: free text for the log, "deferred" by default.
+
+    Raises:
+        ConfigError: if ``delay`` does not parse or is negative.
+    """
+
+    def __init__(self, delay: str | float | timedelta, reason: str = "deferred") -> None:
+        from queuey.durations import parse_delay
+
+        self.delay: timedelta = parse_delay(delay, what="Defer delay")
+        self.reason = reason
+        super().__init__(f"job deferred for {self.delay.total_seconds():g}s: {reason}")

@@ -1,0 +1,147 @@
+"""Jobs: pydantic models bound to one queue of one ``QueueSet``, and the ``JobContext`` a handler
+receives.
+
+```python
+class SendEmail(Job[AppQueues], queue=AppQueues.emails, retry=RetryPolicy.exponential(5)):
+    to: str
+```
+
+The class keywords are checked when the class is created: ``queue`` must be a queue of the set
+named in ``Job[...]``. A job's name (the envelope's ``job_type`` and the handler dispatch key)
+defaults to ``module.QualName``; ``name=`` overrides it (DESIGN §2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from queuey.errors import ConfigError
+from queuey.queues import Queue, QueueSet
+from queuey.retry import RetryPolicy
+
+__all__ = ["Job", "JobContext", "Q"]
+
+Q = TypeVar("Q", bound=QueueSet)
+
+
+class Job(BaseModel, Generic[Q]):
+    """Base of every job. Subclass ``Job[YourQueueSet]`` with ``queue=`` (required),
+    ``retry=`` (a ``RetryPolicy`` that beats the queue's) and ``name=`` class keywords.
+
+    Raises:
+        ConfigError: at class creation, when ``queue`` is missing or belongs to another set,
+            ``retry`` is not a ``RetryPolicy``, or ``name`` is empty.
+    """
+
+    __queuey_queue__: ClassVar[Queue | None] = None
+    __queuey_retry__: ClassVar[RetryPolicy | None] = None
+    __queuey_name__: ClassVar[str] = ""
+
+    def __init_subclass__(
+        cls,
+        queue: Queue | None = None,
+        retry: RetryPolicy | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        # The class keywords are checked in __pydantic_init_subclass__, once pydantic has
+        # finished building the class (and knows whether it is its own ``Job[Set]``).
+        super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def __pydantic_init_subclass__(
+        cls,
+        queue: Queue | None = None,
+        retry: RetryPolicy | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.__pydantic_generic_metadata__["origin"] is not None:
+            return  # the Job[Set] class pydantic creates, not a user job
+        queue_set = _declared_set(cls)
+        if queue is None:
+            queue = cls.__queuey_queue__
+        if not isinstance(queue, Queue) or queue.queue_set is None:
+            raise ConfigError(f"{cls.__qualname__}: `queue=` must name a queue of a QueueSet")
+        if queue_set is not None and not issubclass(queue.queue_set, queue_set):
+            raise ConfigError(
+                f"{cls.__qualname__}: queue {queue.name!r} belongs to "
+                f"{queue.queue_set.__name__}, not {queue_set.__name__}"
+            )
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigError(f"{cls.__qualname__}: `retry=` must be a RetryPolicy")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ConfigError(f"{cls.__qualname__}: `name=` must be a non-empty string")
+        cls.__queuey_queue__ = queue
+        cls.__queuey_retry__ = retry if retry is not None else cls.__queuey_retry__
+        cls.__queuey_name__ = name or f"{cls.__module__}.{cls.__qualname__}"
+
+    @classmethod
+    def job_queue(cls) -> Queue:
+        """The queue this job type is bound to."""
+        if cls.__queuey_queue__ is None:
+            raise ConfigError(f"{cls.__qualname__} is not bound to a queue")
+        return cls.__queuey_queue__
+
+    @classmethod
+    def job_name(cls) -> str:
+        """The job type name carried in envelopes (``module.QualName`` unless ``name=``)."""
+        return cls.__queuey_name__
+
+    @classmethod
+    def job_retry(cls) -> RetryPolicy | None:
+        """The job's own retry policy, or ``None`` to use the queue's."""
+        return cls.__queuey_retry__
+
+    @classmethod
+    def effective_retry(cls) -> RetryPolicy:
+        """The job's policy, else the queue's, else one attempt (first failure dead-letters)."""
+        return cls.__queuey_retry__ or cls.job_queue().config.retry or RetryPolicy.none()
+
+
+def _declared_set(cls: type[Job[Any]]) -> type[QueueSet] | None:
+    for base in cls.__mro__:
+        meta = getattr(base, "__pydantic_generic_metadata__", None)
+        if meta and meta["origin"] is Job and meta["args"]:
+            arg = meta["args"][0]
+            return arg if isinstance(arg, type) and issubclass(arg, QueueSet) else None
+    return None
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a handler knows about the delivery it is handling.
+
+    Attributes:
+        job_id: the job's id (a UUID string), stable across retries and deferrals.
+        job_type: the job's name.
+        queue: the fully qualified queue name.
+        attempt: this run's number, 1-based (a retry and a redelivery each add one).
+        max_attempts: from the effective retry policy.
+        deferrals: how many times the job was deferred so far.
+        priority: the priority it was delivered with.
+        enqueued_at_ms: epoch milliseconds of the first enqueue (producer's clock; informational).
+        age: time since the first enqueue (worker's clock; informational).
+        headers: string headers from the envelope (trace context).
+    """
+
+    job_id: str
+    job_type: str
+    queue: str
+    attempt: int
+    max_attempts: int
+    deferrals: int
+    priority: int
+    enqueued_at_ms: int
+    age: timedelta
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_last_attempt(self) -> bool:
+        """True when a retryable failure now would dead-letter the job."""
+        return self.attempt >= self.max_attempts
