@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from queuey.errors import QueueyError
 
-__all__ = ["Envelope", "MalformedEnvelopeError"]
+__all__ = ["Envelope", "Kind", "MalformedEnvelopeError"]
+
+Kind = Literal["job", "topic"]
+"""Which face of the engine a message belongs to: a typed job, or a topic message whose
+``queue`` is the topic and whose ``job_type`` is the subscriber function's name."""
 
 
 class MalformedEnvelopeError(QueueyError):
@@ -35,7 +39,10 @@ class Envelope(BaseModel):
         deferrals: how many times the job was deferred.
         priority: 0..255; a deferred job carries its queue's top priority.
         payload: the serialised job (any JSON value).
-        headers: optional string headers (trace context).
+        headers: optional string headers (trace context; ``published_by`` for topics).
+        kind: ``"job"`` (typed jobs) or ``"topic"``; a topic and a typed queue of the same
+            name never collide. A topic envelope with an empty ``job_type`` (nobody subscribes)
+            is recorded as handled and never delivered (seed ``000``).
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -49,6 +56,7 @@ class Envelope(BaseModel):
     priority: int = Field(default=0, ge=0, le=255)
     payload: Any = None
     headers: dict[str, str] = Field(default_factory=dict)
+    kind: Kind = "job"
 
     @classmethod
     def new(
@@ -59,6 +67,7 @@ class Envelope(BaseModel):
         *,
         priority: int = 0,
         headers: dict[str, str] | None = None,
+        kind: Kind = "job",
     ) -> Envelope:
         """A first-attempt envelope with a fresh id, stamped with the current wall clock."""
         return cls(
@@ -70,6 +79,7 @@ class Envelope(BaseModel):
             priority=priority,
             payload=payload,
             headers=headers or {},
+            kind=kind,
         )
 
     def next_attempt(self) -> Envelope:

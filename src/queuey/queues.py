@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import Any, ClassVar, Never
 
 from queuey.durations import Duration, parse_duration
+from queuey.envelope import Kind
 from queuey.errors import ConfigError
 from queuey.retry import RetryPolicy
 
@@ -47,6 +48,7 @@ class QueueConfig:
         durable: whether the queue survives a broker restart (RabbitMQ).
         message_ttl: a job not started within this time is dead-lettered as "expired".
         max_priority: the top priority level; 0 means not a priority queue.
+        kind: ``"job"`` for typed queues, ``"topic"`` when ``name`` is a topic (seed ``000``).
     """
 
     name: str
@@ -55,6 +57,7 @@ class QueueConfig:
     durable: bool = True
     message_ttl: timedelta | None = None
     max_priority: int = DEFAULT_MAX_PRIORITY
+    kind: Kind = "job"
 
     @property
     def top_priority(self) -> int:

@@ -174,12 +174,16 @@ class Worker(Generic[Q]):
                 await self.backend.close()
 
     async def _consume(self, configs: list[QueueConfig], executor: ThreadPoolExecutor) -> None:
-        slots = asyncio.Semaphore(self.concurrency)
+        # Seed 001's shape: one fetcher per queue forwards into one dispatch channel; the
+        # dispatcher takes a concurrency slot *before* receiving, so an idle queue never holds
+        # a slot that a busy one needs.
+        channel: asyncio.Queue[tuple[Delivery, QueueConfig] | None] = asyncio.Queue(maxsize=1)
         consumers = [(self.backend.consumer(config), config) for config in configs]
         fetchers = [
-            asyncio.create_task(self._fetch(consumer, config, slots, executor))
+            asyncio.create_task(self._fetch(consumer, config, channel))
             for consumer, config in consumers
         ]
+        dispatcher = asyncio.create_task(self._dispatch(channel, executor))
         stopper = asyncio.create_task(self._stop.wait())
         try:
             await asyncio.wait([*fetchers, stopper], return_when=asyncio.FIRST_COMPLETED)
@@ -188,6 +192,8 @@ class Worker(Generic[Q]):
             for consumer, _ in consumers:
                 await consumer.stop()
             results = await asyncio.gather(*fetchers, return_exceptions=True)
+            await channel.put(None)
+            await dispatcher
             await self._await_in_flight()
         for result in results:
             if isinstance(result, BaseException):
@@ -197,19 +203,23 @@ class Worker(Generic[Q]):
         self,
         consumer: Consumer,
         config: QueueConfig,
-        slots: asyncio.Semaphore,
+        channel: asyncio.Queue[tuple[Delivery, QueueConfig] | None],
+    ) -> None:
+        while (delivery := await consumer.next()) is not None:
+            await channel.put((delivery, config))
+
+    async def _dispatch(
+        self,
+        channel: asyncio.Queue[tuple[Delivery, QueueConfig] | None],
         executor: ThreadPoolExecutor,
     ) -> None:
+        slots = asyncio.Semaphore(self.concurrency)
         while True:
             await slots.acquire()
-            try:
-                delivery = await consumer.next()
-            except BaseException:
-                slots.release()
-                raise
-            if delivery is None:
-                slots.release()
+            item = await channel.get()
+            if item is None:
                 return
+            delivery, config = item
             task = asyncio.create_task(self._process(delivery, config, executor))
             self._tasks.add(task)
             task.add_done_callback(functools.partial(self._done, slots))

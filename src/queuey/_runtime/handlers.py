@@ -47,7 +47,7 @@ def _check_annotation(call: Callable[..., Any], job_type: type[Job[Any]]) -> Non
     if not params:
         raise TypeError(f"handler {call!r} must take the job (and optionally the context)")
     annotated = hints.get(params[0].name)
-    if isinstance(annotated, type) and not issubclass(job_type, annotated):
+    if annotated is not Any and isinstance(annotated, type) and not issubclass(job_type, annotated):
         raise TypeError(
             f"handler {getattr(call, '__qualname__', call)!r} takes {annotated.__qualname__}, "
             f"but is registered for {job_type.__qualname__}"

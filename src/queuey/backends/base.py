@@ -14,6 +14,9 @@ Semantics every backend honours, proven by ``tests/conformance``:
   ``defer``, or ``dead_letter`` with a reason. A settle that fails raises ``BackendError``; the
   delivery is then redelivered later (at-least-once), never lost.
 - A job whose queue has ``message_ttl`` and was not started in time is dead-lettered "expired".
+- Queues are keyed by (``kind``, name): a topic never collides with a typed queue of the same
+  name. A ``kind="topic"`` envelope with an empty ``job_type`` is recorded as handled (nobody
+  subscribes) and never delivered.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
-from queuey.envelope import Envelope
+from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
 
 __all__ = ["Backend", "Consumer", "Delivery"]
@@ -125,8 +128,15 @@ class Backend(Protocol):
         """A new consumer of ``queue``."""
         ...
 
-    async def count_pending(self, queue: str) -> int:
+    async def count_pending(self, queue: str, kind: Kind = "job") -> int:
         """Envelopes of ``queue`` waiting to be delivered now (not delayed, not held)."""
+        ...
+
+    async def list_dead(
+        self, queue: str, kind: Kind = "job", limit: int = 100
+    ) -> list[tuple[Envelope, str]]:
+        """Up to ``limit`` dead letters of ``queue`` as ``(envelope, reason)``, oldest first.
+        Reading them changes nothing."""
         ...
 
     async def close(self) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from queuey.backends.base import Delivery
-from queuey.envelope import Envelope
+from queuey.envelope import Envelope, Kind
 from queuey.errors import BackendError, ShutDownError
 from queuey.queues import QueueConfig
 
@@ -41,7 +41,7 @@ class _QueueState:
 
 class _State:
     def __init__(self) -> None:
-        self.queues: dict[str, _QueueState] = {}
+        self.queues: dict[tuple[Kind, str], _QueueState] = {}
         self.timers: set[asyncio.TimerHandle] = set()
         self.in_flight = 0
         self.closed = False
@@ -50,7 +50,8 @@ class _State:
 class MemoryBackend:
     """In-memory transport honouring delays through the event loop's clock.
 
-    Inspection helpers (synchronous): ``pending(q)``, ``acked(q)``, ``deferred(q)``,
+    Topics (``kind="topic"``) live beside typed queues of the same name without colliding; the
+    inspection helpers take ``kind`` for them. Inspection helpers (synchronous): ``pending(q)``, ``acked(q)``, ``deferred(q)``,
     ``delayed(q)``, ``dead_letters(q)``, ``queue_names()``, ``queue_config(q)``, ``is_idle()``,
     ``is_closed()``.
     """
@@ -63,10 +64,10 @@ class MemoryBackend:
     def __copy__(self) -> MemoryBackend:
         return MemoryBackend(_state=self._state)
 
-    def _queue(self, name: str) -> _QueueState:
-        state = self._state.queues.get(name)
+    def _queue(self, name: str, kind: Kind = "job") -> _QueueState:
+        state = self._state.queues.get((kind, name))
         if state is None:
-            state = self._state.queues[name] = _QueueState(QueueConfig(name))
+            state = self._state.queues[(kind, name)] = _QueueState(QueueConfig(name, kind=kind))
         return state
 
     def _check_open(self) -> None:
@@ -77,13 +78,16 @@ class MemoryBackend:
         """Create the queues; the first config of a name wins."""
         self._check_open()
         for config in queues:
-            if config.name not in self._state.queues:
-                self._state.queues[config.name] = _QueueState(config)
+            if (config.kind, config.name) not in self._state.queues:
+                self._state.queues[(config.kind, config.name)] = _QueueState(config)
 
     def _insert(self, envelope: Envelope) -> None:
         if self._state.closed:
             return
-        queue = self._queue(envelope.queue)
+        queue = self._queue(envelope.queue, envelope.kind)
+        if envelope.kind == "topic" and not envelope.job_type:
+            queue.acked.append(envelope)  # nobody subscribes: recorded as handled (seed 000)
+            return
         ttl = queue.config.message_ttl
         expires = None if ttl is None else _now() + ttl.total_seconds()
         index = next(
@@ -94,7 +98,7 @@ class MemoryBackend:
         queue.changed.set()
 
     def _later(self, delay: timedelta, envelope: Envelope, counter: str) -> None:
-        queue = self._queue(envelope.queue)
+        queue = self._queue(envelope.queue, envelope.kind)
         setattr(queue, counter, getattr(queue, counter) + 1)
 
         def release() -> None:
@@ -137,11 +141,17 @@ class MemoryBackend:
 
     def consumer(self, queue: QueueConfig) -> _MemoryConsumer:
         """A consumer honouring ``queue.prefetch`` as unsettled deliveries."""
-        return _MemoryConsumer(self, self._queue(queue.name), queue.prefetch)
+        return _MemoryConsumer(self, self._queue(queue.name, queue.kind), queue.prefetch)
 
-    async def count_pending(self, queue: str) -> int:
+    async def count_pending(self, queue: str, kind: Kind = "job") -> int:
         """Same as ``pending(queue)``."""
-        return self.pending(queue)
+        return self.pending(queue, kind)
+
+    async def list_dead(
+        self, queue: str, kind: Kind = "job", limit: int = 100
+    ) -> list[tuple[Envelope, str]]:
+        """Same as ``dead_letters(queue)``, at most ``limit``."""
+        return self.dead_letters(queue, kind)[:limit]
 
     async def close(self) -> None:
         """Close: later publishes raise ``ShutDownError``; timers are cancelled."""
@@ -154,33 +164,33 @@ class MemoryBackend:
 
     # -- inspection -------------------------------------------------------------------------
 
-    def pending(self, queue: str) -> int:
+    def pending(self, queue: str, kind: Kind = "job") -> int:
         """Envelopes waiting and not handed out; delayed or held ones are not counted."""
-        return len(self._queue(queue).pending)
+        return len(self._queue(queue, kind).pending)
 
-    def acked(self, queue: str) -> list[Envelope]:
+    def acked(self, queue: str, kind: Kind = "job") -> list[Envelope]:
         """Acknowledged envelopes in ack order (a retry or deferral acks the one it replaces)."""
-        return list(self._queue(queue).acked)
+        return list(self._queue(queue, kind).acked)
 
-    def deferred(self, queue: str) -> int:
+    def deferred(self, queue: str, kind: Kind = "job") -> int:
         """Envelopes held by ``defer`` and not yet released."""
-        return self._queue(queue).held
+        return self._queue(queue, kind).held
 
-    def delayed(self, queue: str) -> int:
+    def delayed(self, queue: str, kind: Kind = "job") -> int:
         """Envelopes published or retried with a delay that has not passed."""
-        return self._queue(queue).delayed
+        return self._queue(queue, kind).delayed
 
-    def dead_letters(self, queue: str) -> list[tuple[Envelope, str]]:
+    def dead_letters(self, queue: str, kind: Kind = "job") -> list[tuple[Envelope, str]]:
         """``(envelope, reason)`` pairs in dead-letter order."""
-        return list(self._queue(queue).dead)
+        return list(self._queue(queue, kind).dead)
 
-    def queue_names(self) -> list[str]:
-        """Every known queue, sorted."""
-        return sorted(self._state.queues)
+    def queue_names(self, kind: Kind = "job") -> list[str]:
+        """Every known queue (or topic, with ``kind="topic"``), sorted."""
+        return sorted(name for k, name in self._state.queues if k == kind)
 
-    def queue_config(self, queue: str) -> QueueConfig:
+    def queue_config(self, queue: str, kind: Kind = "job") -> QueueConfig:
         """The configuration a queue was declared with (defaults if never declared)."""
-        return self._queue(queue).config
+        return self._queue(queue, kind).config
 
     def is_idle(self) -> bool:
         """Nothing pending, delayed, held or handed out and unsettled."""

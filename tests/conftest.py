@@ -1,0 +1,76 @@
+"""Shared fixtures: real servers (PostgreSQL, RabbitMQ) with per-test isolation.
+
+A test that needs a server skips when it cannot be reached, except under ``CI=true`` where it
+fails (a missing server in CI is a broken build, not a reason to skip).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+CI = os.environ.get("CI", "").lower() == "true"
+DATABASE_URL = os.environ.get(
+    "QUEUEY_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+AMQP_URL = os.environ.get("QUEUEY_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+
+
+def unavailable(what: str, error: BaseException) -> None:
+    """Skip locally, fail under CI."""
+    message = f"{what} is not reachable: {error}"
+    if CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def unique(prefix: str) -> str:
+    """A name no other test uses."""
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="session")
+def database_url() -> str:
+    """The test database URL; skips (or fails under CI) when PostgreSQL is down."""
+    import psycopg
+
+    try:
+        with psycopg.connect(DATABASE_URL, connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:
+        unavailable("PostgreSQL", exc)
+    return DATABASE_URL
+
+
+@pytest.fixture
+async def pg_schema(database_url: str) -> AsyncIterator[str]:
+    """A fresh, migrated schema for one test, dropped afterwards."""
+    import psycopg
+
+    from queuey.backends.postgres import migrate
+
+    schema = unique("t")
+    await migrate(database_url, schema=schema)
+    yield schema
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(scope="session")
+def amqp_url() -> str:
+    """The test broker URL; skips (or fails under CI) when RabbitMQ is down."""
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", 5672), timeout=5):
+            pass
+    except OSError as exc:
+        unavailable("RabbitMQ", exc)
+    return AMQP_URL
+
+
+BackendFactory = Callable[..., Any]
