@@ -78,8 +78,7 @@ class Statements:
         for index in _INDEXES:
             self.names[f"{index}_index"] = sql.Identifier(f"{self.table}_{index}"[:63])
         self._queries = {
-            name: sql.SQL(body).format(**self.names)  # type: ignore[arg-type]
-            for name, body in _raw_queries().items()
+            name: sql.SQL(body).format(**self.names) for name, body in _raw_queries().items()
         }
 
     def __getitem__(self, name: str) -> sql.Composed:
@@ -87,4 +86,4 @@ class Statements:
 
     def migration(self, migration: Migration) -> sql.Composed:
         """A migration's text composed with this schema's names."""
-        return sql.SQL(migration.text).format(**self.names)  # type: ignore[arg-type]
+        return sql.SQL(migration.text).format(**self.names)
