@@ -246,7 +246,11 @@ class Worker(Generic[Q]):
     ) -> None:
         envelope = delivery.envelope
         entry = self._handlers.get(envelope.job_type)
-        outcome, _ = await execute(envelope, entry, config, self.job_timeout, executor)
+        try:
+            outcome, _ = await execute(envelope, entry, config, self.job_timeout, executor)
+        except asyncio.CancelledError:
+            await _release(delivery)
+            raise
         fields = {
             "job_id": envelope.job_id,
             "job_type": envelope.job_type,
@@ -285,6 +289,13 @@ async def _settle(delivery: Delivery, outcome: Outcome) -> None:
         await delivery.defer(outcome.envelope, outcome.delay)
     else:
         await delivery.dead_letter(outcome.reason)
+
+
+async def _release(delivery: Delivery) -> None:
+    try:
+        await asyncio.shield(delivery.release())
+    except Exception as exc:  # the lease will hand it back instead
+        log.warning("could not release job %s: %s", delivery.envelope.job_id, exc)
 
 
 def _log_outcome(outcome: Outcome, fields: dict[str, Any]) -> None:

@@ -287,8 +287,12 @@ class PostgresBackend:
             self._wake_all()
         return rows
 
-    async def claim(self, config: QueueConfig, limit: int) -> list[tuple[str, Envelope]] | None:
-        """Claim up to ``limit`` due rows of ``config``'s queue; ``None`` if the database failed."""
+    async def claim(
+        self, config: QueueConfig, limit: int
+    ) -> list[tuple[str, Envelope, bool]] | None:
+        """Claim up to ``limit`` due rows of ``config``'s queue as ``(row id, envelope,
+        suspect)``, where ``suspect`` marks a row that already lost a lease (it comes alone).
+        ``None`` if the database failed."""
         rows = await self._query(
             "claim",
             {
@@ -303,7 +307,7 @@ class PostgresBackend:
             return None
         rows.sort(key=lambda r: (-r[4], r[9], r[10]))
         self._held.update(r[0] for r in rows)
-        return [(r[0], _envelope(config, r)) for r in rows]
+        return [(r[0], _envelope(config, r), r[11] > 0) for r in rows]
 
     async def next_due(self, config: QueueConfig) -> float | None:
         """Seconds until the next pending row of the queue is due, if any."""
