@@ -76,13 +76,6 @@ def fleet(url: str, schema: str, size: int, max_redeliveries: int = 5) -> Iterat
         group.stop()
 
 
-async def scalar(url: str, query: sql.Composable, *params: Any) -> Any:
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        cursor = await conn.execute(query, params)
-        row = await cursor.fetchone()
-        return row[0] if row else None
-
-
 async def statuses(url: str, schema: str) -> dict[str, int]:
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         cursor = await conn.execute(

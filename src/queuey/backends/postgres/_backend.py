@@ -108,6 +108,7 @@ class PostgresBackend:
         self._tasks: list[asyncio.Task[None]] = []
         self._outage = Outage("PostgreSQL")
         self._state = "new"
+        self.listener: Listener | None = None
 
     def __repr__(self) -> str:
         return f"<PostgresBackend {redact(self.conninfo)} schema={self.statements.schema}>"
@@ -139,13 +140,11 @@ class PostgresBackend:
         if self._state == "open":
             return
         with connection_errors(self.conninfo):
-            await self._pool.open(wait=True, timeout=10)
-            try:
-                async with self._pool.connection() as conn:
-                    await check_schema(conn, self.statements)
-            except BaseException:
-                await self._pool.close()
-                raise
+            async with await psycopg.AsyncConnection.connect(
+                self.conninfo, autocommit=True, connect_timeout=10
+            ) as conn:
+                await check_schema(conn, self.statements)
+            await self._pool.open(wait=False)
         self._state = "open"
 
     async def __aenter__(self) -> PostgresBackend:
@@ -261,8 +260,14 @@ class PostgresBackend:
         self._tasks.append(asyncio.create_task(self._maintain()))
         self._tasks.append(asyncio.create_task(self._heartbeat()))
         if not self.poll_only:
-            listener = Listener(self.conninfo, self.channel, self._notified, self._wake_all)
-            self._tasks.append(asyncio.create_task(listener.run()))
+            self.listener = Listener(
+                self.conninfo,
+                self.channel,
+                self._notified,
+                self._wake_all,
+                f"queuey-listen {self.owner}"[:63],
+            )
+            self._tasks.append(asyncio.create_task(self.listener.run()))
 
     def _notified(self, queue: str) -> None:
         for consumer in self._consumers.get(queue, ()):
