@@ -24,6 +24,8 @@ from queuey.errors import BackendError, QueueyError
 
 __all__ = ["main"]
 
+log = logging.getLogger("queuey.cli")
+
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
@@ -152,11 +154,25 @@ def _load_attr(path: str) -> Any:
     return target
 
 
-async def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[[], None]) -> None:
-    """Run ``start()`` until it returns, calling ``stop()`` on the first SIGINT or SIGTERM."""
+async def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[..., None]) -> None:
+    """Run ``start()`` until it returns. The first SIGINT or SIGTERM calls ``stop()`` (graceful);
+    a second one calls ``stop(force=True)`` (running jobs are handed back)."""
     loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def on_signal(sig: int) -> None:
+        received.append(sig)
+        if len(received) == 1:
+            log.warning(
+                "received %s: shutting down gracefully (again to force)", signal.Signals(sig).name
+            )
+            stop()
+        else:
+            log.warning("received %s again: forcing shutdown", signal.Signals(sig).name)
+            stop(force=True)
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop)
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
         await start()
     finally:

@@ -67,6 +67,10 @@ class Worker(Generic[Q]):
             (default: no limit). A cancelled job is redelivered later (at-least-once).
         close_backend_on_shutdown: close ``backend`` when ``run`` returns (default false).
 
+    Attributes:
+        stats: per queue name, the outcomes this worker observed (``QueueStats``).
+        dead_letters: the last 100 ``(envelope, reason)`` pairs this worker dead-lettered.
+
     Raises:
         ConfigError: a queue of another set, a non-positive concurrency or a zero duration.
     """
@@ -101,6 +105,7 @@ class Worker(Generic[Q]):
         self._handlers: dict[str, HandlerEntry] = {}
         self._settle_failures = 0
         self._stop = asyncio.Event()
+        self._force = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._running = False
 
@@ -147,9 +152,16 @@ class Worker(Generic[Q]):
             raise DuplicateHandlerError(name)
         self._handlers[name] = make_entry(job_type, target)
 
-    def shutdown(self) -> None:
-        """Ask ``run`` to stop gracefully. Idempotent; may be called before ``run``."""
+    def shutdown(self, *, force: bool = False) -> None:
+        """Ask ``run`` to stop: stop pulling, finish what was pulled and what runs, return.
+
+        Idempotent; may be called before ``run``. With ``force=True`` (a second SIGINT/SIGTERM
+        under ``queuey worker``) running jobs are cancelled at once and handed back to the
+        backend, to be delivered again (at-least-once).
+        """
         self._stop.set()
+        if force:
+            self._force.set()
 
     async def run(self) -> None:
         """Declare the queues, consume until ``shutdown``, then shut down gracefully.
@@ -234,7 +246,12 @@ class Worker(Generic[Q]):
         if not self._tasks:
             return
         grace = None if self.shutdown_grace is None else self.shutdown_grace.total_seconds()
-        _, late = await asyncio.wait(set(self._tasks), timeout=grace)
+        forced = asyncio.ensure_future(self._force.wait())
+        finished = asyncio.ensure_future(asyncio.wait(set(self._tasks)))
+        await asyncio.wait([finished, forced], timeout=grace, return_when=asyncio.FIRST_COMPLETED)
+        forced.cancel()
+        finished.cancel()
+        late = {task for task in self._tasks if not task.done()}
         for task in late:
             task.cancel()
         if late:

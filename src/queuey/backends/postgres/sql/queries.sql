@@ -11,7 +11,7 @@ WITH inserted AS (
                          expires_at, processed_at)
     SELECT r.id, r.kind, r.queue, r.job_type,
            CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN 'done' ELSE 'pending' END,
-           r.priority, r.attempt - 1, r.deferrals, r.payload::jsonb, r.headers::jsonb,
+           r.priority, r.attempt - 1, r.deferrals, r.payload::json, r.headers::json,
            r.published_by, r.enqueued_at_ms,
            now() + make_interval(secs => %(delay)s::float8),
            now() + make_interval(secs => %(delay)s::float8 + r.ttl),
