@@ -22,12 +22,14 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import TupleRow
-from psycopg_pool import AsyncConnectionPool
 
+from queuey.backends.postgres._acks import AckBatch, LostClaimError
+from queuey.backends.postgres._arrays import number_array, text_array
 from queuey.backends.postgres._conninfo import connection_errors, redact
 from queuey.backends.postgres._consumer import PgConsumer
 from queuey.backends.postgres._listen import Listener, Outage
 from queuey.backends.postgres._migrate import check_schema, migrate
+from queuey.backends.postgres._pool import make_pool
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope, Kind
@@ -94,14 +96,8 @@ class PostgresBackend:
         self.max_redeliveries = max(1, max_redeliveries)
         self.poll_only = poll_only
         self.owner = process_identity()
-        self._pool = AsyncConnectionPool(
-            conninfo,
-            min_size=1,
-            max_size=pool_size,
-            open=False,
-            kwargs={"autocommit": True},
-            check=AsyncConnectionPool.check_connection,
-        )
+        self._pool = make_pool(conninfo, pool_size, f"queuey {self.owner}")
+        self._acks = AckBatch(self._record_acks)
         self._declared: dict[tuple[Kind, str], QueueConfig] = {}
         self._consumers: dict[str, list[PgConsumer]] = {}
         self._held: set[str] = set()
@@ -165,6 +161,7 @@ class PostgresBackend:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        await self._acks.close()
         await self._pool.close()
 
     def _check_open(self) -> None:
@@ -186,19 +183,41 @@ class PostgresBackend:
         return config.message_ttl.total_seconds()
 
     def _publish_params(self, envelopes: Sequence[Envelope], delay: float) -> dict[str, Any]:
+        ttls: dict[tuple[Kind, str], float | None] = {}
+        for e in envelopes:
+            if (e.kind, e.queue) not in ttls:
+                ttls[e.kind, e.queue] = self._ttl(e.kind, e.queue)
         return {
-            "ids": [e.job_id for e in envelopes],
-            "kinds": [e.kind for e in envelopes],
-            "queues": [e.queue for e in envelopes],
-            "job_types": [e.job_type for e in envelopes],
-            "priorities": [e.priority for e in envelopes],
-            "attempts": [e.attempt for e in envelopes],
-            "deferrals": [e.deferrals for e in envelopes],
-            "payloads": [json.dumps(e.payload) for e in envelopes],
-            "headers": [json.dumps(e.headers) for e in envelopes],
-            "published_by": [e.headers.get("published_by", "") for e in envelopes],
-            "enqueued_at_ms": [e.enqueued_at_ms for e in envelopes],
-            "ttls": [self._ttl(e.kind, e.queue) for e in envelopes],
+            "ids": text_array([e.job_id for e in envelopes]),
+            "kinds": text_array([e.kind for e in envelopes]),
+            "queues": text_array([e.queue for e in envelopes]),
+            "job_types": text_array([e.job_type for e in envelopes]),
+            "priorities": number_array([e.priority for e in envelopes]),
+            "attempts": number_array([e.attempt for e in envelopes]),
+            "deferrals": number_array([e.deferrals for e in envelopes]),
+            "payloads": json.dumps([e.payload for e in envelopes]),
+            "headers": json.dumps([e.headers for e in envelopes]),
+            "published_by": text_array([e.headers.get("published_by", "") for e in envelopes]),
+            "enqueued_at_ms": number_array([e.enqueued_at_ms for e in envelopes]),
+            "ttls": number_array([ttls[e.kind, e.queue] for e in envelopes]),
+            "delay": delay,
+            "channel": self.channel,
+        }
+
+    def _publish_one_params(self, envelope: Envelope, delay: float) -> dict[str, Any]:
+        return {
+            "id": envelope.job_id,
+            "kind": envelope.kind,
+            "queue": envelope.queue,
+            "job_type": envelope.job_type,
+            "priority": envelope.priority,
+            "attempt": envelope.attempt,
+            "deferrals": envelope.deferrals,
+            "payload": json.dumps(envelope.payload),
+            "headers": json.dumps(envelope.headers),
+            "published_by": envelope.headers.get("published_by", ""),
+            "enqueued_at_ms": envelope.enqueued_at_ms,
+            "ttl": self._ttl(envelope.kind, envelope.queue),
             "delay": delay,
             "channel": self.channel,
         }
@@ -226,13 +245,16 @@ class PostgresBackend:
         if not envelopes:
             return
         seconds = 0.0 if delay is None else delay.total_seconds()
-        params = self._publish_params(envelopes, seconds)
+        if len(envelopes) == 1:
+            name, params = "publish_one", self._publish_one_params(envelopes[0], seconds)
+        else:
+            name, params = "publish", self._publish_params(envelopes, seconds)
         with connection_errors(self.conninfo):
             if connection is not None:
-                await connection.execute(self.statements["publish"], params)
+                await connection.execute(self.statements[name], params)
                 return
             async with self._pool.connection() as conn:
-                await conn.execute(self.statements["publish"], params)
+                await conn.execute(self.statements[name], params)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Publish ``envelope`` due after ``delay`` at its own (top) priority."""
@@ -286,6 +308,7 @@ class PostgresBackend:
                 rows = await cursor.fetchall() if cursor.description else []
         except (psycopg.Error, OSError, TimeoutError) as exc:
             self._outage.failed(exc)
+            await self._recheck_pool()
             return None
         if self._outage.down:
             self._outage.recovered()
@@ -322,35 +345,71 @@ class PostgresBackend:
         return max(0.0, float(rows[0][0]))
 
     async def settle(self, name: str, params: dict[str, Any], row_id: str) -> None:
-        """Run a fenced settle statement, retrying connection failures.
+        """Run one fenced settle statement, retrying connection failures.
 
         Raises:
-            BackendError: the claim was lost (another worker took the row after the lease) or
-                the database stayed unreachable; the row is then redelivered after its lease.
+            LostClaimError: the claim was lost (another worker took the row after the lease).
+            BackendError: the database stayed unreachable; the row is then redelivered after its
+                lease.
         """
         try:
-            for attempt in range(_SETTLE_ATTEMPTS):
-                try:
-                    async with self._pool.connection(timeout=5) as conn:
-                        cursor = await conn.execute(self.statements[name], params)
-                    break
-                except (psycopg.OperationalError, OSError, TimeoutError) as exc:
-                    if attempt == _SETTLE_ATTEMPTS - 1:
-                        raise BackendError(
-                            f"could not record outcome of job {row_id}: {redact(str(exc))}"
-                        ) from None
-                    await asyncio.sleep(0.2 * 2**attempt)
-                except psycopg.Error as exc:
-                    raise BackendError(
-                        f"could not record outcome of job {row_id}: {redact(str(exc))}"
-                    ) from None
+            rowcount, _ = await self._execute_retrying(name, params)
+        except BackendError as exc:
+            raise BackendError(f"could not record outcome of job {row_id}: {exc}") from None
         finally:
             self._held.discard(row_id)
-        if cursor.rowcount == 0:
-            raise BackendError(
+        if rowcount == 0:
+            raise LostClaimError(
                 f"job {row_id}: the claim was lost (its lease expired and the row was "
                 "reclaimed); the outcome was not recorded"
             )
+
+    async def ack(self, row_id: str, attempts: int) -> None:
+        """Record the success of ``row_id``'s run ``attempts``; acks issued together are
+        recorded by one fenced statement (``AckBatch``).
+
+        Raises:
+            LostClaimError, BackendError: as for ``settle``.
+        """
+        try:
+            await self._acks.ack(row_id, attempts)
+        finally:
+            self._held.discard(row_id)
+
+    async def _record_acks(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
+        params = {"ids": text_array(ids), "attempts": number_array(attempts), "owner": self.owner}
+        _, rows = await self._execute_retrying("ack", params)
+        return {row[0] for row in rows}
+
+    async def _execute_retrying(
+        self, name: str, params: dict[str, Any]
+    ) -> tuple[int, list[TupleRow]]:
+        """Run a statement that must land, retrying lost connections with backoff (0.2 s,
+        doubling, 5 attempts); returns (rowcount, rows).
+
+        Raises:
+            BackendError: the database stayed unreachable, or refused the statement.
+        """
+        for attempt in range(_SETTLE_ATTEMPTS):
+            try:
+                async with self._pool.connection(timeout=5) as conn:
+                    cursor = await conn.execute(self.statements[name], params)
+                    rows = await cursor.fetchall() if cursor.description else []
+                    return cursor.rowcount, rows
+            except (psycopg.OperationalError, OSError, TimeoutError) as exc:
+                if attempt == _SETTLE_ATTEMPTS - 1:
+                    raise BackendError(redact(str(exc))) from None
+                await self._recheck_pool()
+                await asyncio.sleep(0.2 * 2**attempt)
+            except psycopg.Error as exc:
+                raise BackendError(redact(str(exc))) from None
+        raise AssertionError("unreachable")
+
+    async def _recheck_pool(self) -> None:
+        """After a failure on a pooled connection, drop every idle connection that is broken
+        too (a database restart kills them all), so a retry gets a live one."""
+        with contextlib.suppress(Exception):
+            await self._pool.check()
 
     async def _heartbeat(self) -> None:
         while True:
