@@ -186,16 +186,15 @@ class Worker(Generic[Q]):
                 await self.backend.close()
 
     async def _consume(self, configs: list[QueueConfig], executor: ThreadPoolExecutor) -> None:
-        # Seed 001's shape: one fetcher per queue forwards into one dispatch channel; the
-        # dispatcher takes a concurrency slot *before* receiving, so an idle queue never holds
-        # a slot that a busy one needs.
-        channel: asyncio.Queue[tuple[Delivery, QueueConfig] | None] = asyncio.Queue(maxsize=1)
+        # One fetcher per queue. A fetcher takes a concurrency slot only once it holds a
+        # delivery, so an idle queue never holds a slot that a busy one needs; waiting fetchers
+        # get slots in turn (the semaphore is FIFO), so no queue starves another.
+        slots = asyncio.Semaphore(self.concurrency)
         consumers = [(self.backend.consumer(config), config) for config in configs]
         fetchers = [
-            asyncio.create_task(self._fetch(consumer, config, channel))
+            asyncio.create_task(self._fetch(consumer, config, slots, executor))
             for consumer, config in consumers
         ]
-        dispatcher = asyncio.create_task(self._dispatch(channel, executor))
         stopper = asyncio.create_task(self._stop.wait())
         try:
             await asyncio.wait([*fetchers, stopper], return_when=asyncio.FIRST_COMPLETED)
@@ -204,8 +203,6 @@ class Worker(Generic[Q]):
             for consumer, _ in consumers:
                 await consumer.stop()
             results = await asyncio.gather(*fetchers, return_exceptions=True)
-            await channel.put(None)
-            await dispatcher
             await self._await_in_flight()
         for result in results:
             if isinstance(result, BaseException):
@@ -215,23 +212,11 @@ class Worker(Generic[Q]):
         self,
         consumer: Consumer,
         config: QueueConfig,
-        channel: asyncio.Queue[tuple[Delivery, QueueConfig] | None],
-    ) -> None:
-        while (delivery := await consumer.next()) is not None:
-            await channel.put((delivery, config))
-
-    async def _dispatch(
-        self,
-        channel: asyncio.Queue[tuple[Delivery, QueueConfig] | None],
+        slots: asyncio.Semaphore,
         executor: ThreadPoolExecutor,
     ) -> None:
-        slots = asyncio.Semaphore(self.concurrency)
-        while True:
+        while (delivery := await consumer.next()) is not None:
             await slots.acquire()
-            item = await channel.get()
-            if item is None:
-                return
-            delivery, config = item
             task = asyncio.create_task(self._process(delivery, config, executor))
             self._tasks.add(task)
             task.add_done_callback(functools.partial(self._done, slots))

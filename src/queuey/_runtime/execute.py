@@ -53,6 +53,9 @@ async def _call(
     executor: Executor,
 ) -> None:
     limit = None if timeout is None else timeout.total_seconds()
+    if entry.is_async and limit is None:
+        await entry.call(job, ctx)
+        return
     if entry.is_async:
         async with asyncio.timeout(limit) as scope:
             try:
@@ -88,7 +91,7 @@ async def execute(
         return DeadLetter(
             f"decode error: {exc.errors()[0]['msg']} ({exc.error_count()} errors)"
         ), None
-    policy = entry.job_type.effective_retry()
+    policy = entry.retry
     ctx = _context(envelope, policy.max_attempts)
     error: BaseException | None = None
     try:
