@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench import report
 from bench._model import QUICK, SYSTEMS, Plan
@@ -37,7 +38,8 @@ def _server_versions() -> dict[str, str]:
             import aio_pika
 
             async with await aio_pika.connect(AMQP_URL) as connection:
-                props = connection.transport.connection.server_properties
+                underlay: Any = connection.transport
+                props = underlay.connection.server_properties
                 found["rabbitmq"] = str(props.get("version", "?"))
         except Exception as exc:  # the table says "?"; the systems report the failure
             found["rabbitmq"] = f"unreachable ({type(exc).__name__})"

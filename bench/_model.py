@@ -91,9 +91,7 @@ class Run:
         return asdict(self)
 
 
-def summarise(
-    system: str, measurement: str, values: list[float], settings: dict[str, Any]
-) -> Run:
+def summarise(system: str, measurement: str, values: list[float], settings: dict[str, Any]) -> Run:
     """The median, min and max of ``values`` (one per repetition), rounded for reading.
 
     Raises:

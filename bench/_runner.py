@@ -158,7 +158,10 @@ def _repeat(system: str, plan: Plan, settings: dict[str, Any]) -> list[Run]:
 
     for rep in range(plan.repetitions):
         _log(f"  {system}: repetition {rep + 1}/{plan.repetitions}")
-        add("enqueue_single", plan.single_jobs / _step(system, "single", plan.single_jobs)["seconds"])
+        add(
+            "enqueue_single",
+            plan.single_jobs / _step(system, "single", plan.single_jobs)["seconds"],
+        )
         add("enqueue_bulk", plan.bulk_jobs / _step(system, "bulk", plan.bulk_jobs)["seconds"])
         rate, rss = _drain(system, plan.drain_jobs)
         add("drain", rate)
@@ -179,13 +182,16 @@ def _repeat(system: str, plan: Plan, settings: dict[str, Any]) -> list[Run]:
 def _settings_for(
     system: str, measurement: str, plan: Plan, settings: dict[str, Any]
 ) -> dict[str, Any]:
-    sizes = {
+    sizes: dict[str, dict[str, Any]] = {
         "drain": {"jobs": plan.drain_jobs, "worker_processes": 1},
         "enqueue_single": {"jobs": plan.single_jobs},
         "enqueue_bulk": {"jobs": plan.bulk_jobs, "calls": 1},
         "rss_mb": {"jobs": plan.drain_jobs, "what": "worker process VmHWM during the drain"},
-    }.get(measurement, {"jobs": plan.latency_jobs, "interval_ms": plan.latency_interval_ms})
-    extra = {**settings, **sizes, "repetitions": plan.repetitions}
+    }
+    size = sizes.get(
+        measurement, {"jobs": plan.latency_jobs, "interval_ms": plan.latency_interval_ms}
+    )
+    extra = {**settings, **size, "repetitions": plan.repetitions}
     if measurement == "rss_mb" and system in _RSS_FLATNESS:
         _log(f"  {system}: RSS at {plan.rss_small} and {plan.rss_large} drained jobs")
         small = _drain(system, plan.rss_small)[1]

@@ -1,10 +1,11 @@
 """One measurement step in a fresh process: ``python -m bench.child SYSTEM ACTION [N] [MS]``.
 
 Actions: ``setup``, ``teardown``, ``clear``, ``single N [MS]`` (one at a time, one every MS
-milliseconds), ``bulk N`` and ``work N``. ``single`` and ``bulk`` empty the queue first (untimed),
-except a paced ``single``, which feeds a worker that is already running. Each prints one JSON line on stdout. ``work`` first
-prints ``{"ready": true}`` once its worker is connected, then its result, and then waits for
-stdin to close, so that the parent can read the process's peak RSS (``VmHWM``) before it exits.
+milliseconds), ``bulk N`` and ``work N``. ``single`` and ``bulk`` empty the queue first
+(untimed), except a paced ``single``, which feeds a worker that is already running. Each
+prints one JSON line on stdout. ``work`` first prints ``{"ready": true}`` once its worker is
+connected, then its result, and then waits for stdin to close, so that the parent can read the
+process's peak RSS (``VmHWM``) before it exits.
 """
 
 from __future__ import annotations

@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     profiler = Profiler(interval=0.0005, async_mode="disabled")
     elapsed = asyncio.run(_profiled(args.system, args.step, args.jobs, profiler))
-    print(f"{args.system} {args.step} {args.jobs}: {args.jobs / elapsed:,.0f} jobs/s", file=sys.stderr)
+    print(
+        f"{args.system} {args.step} {args.jobs}: {args.jobs / elapsed:,.0f} jobs/s", file=sys.stderr
+    )
     text = profiler.output_text(unicode=True, color=False, show_all=False)
     if args.out:
         with open(args.out, "w") as out:

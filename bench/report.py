@@ -134,7 +134,7 @@ def _cell(run: Run | None) -> str:
     if run is None:
         return "—"
     digits = 2 if run.unit in ("ms", "MB") else 0
-    return f"{run.median:,.{digits}f} [{run.min:,.{digits}f}–{run.max:,.{digits}f}]"
+    return f"{run.median:,.{digits}f} [{run.min:,.{digits}f}-{run.max:,.{digits}f}]"
 
 
 def _present(runs: list[Run]) -> list[str]:
@@ -165,7 +165,7 @@ def _rows(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
 
 
 def table(runs: list[Run]) -> str:
-    """The console table: median [min–max] per system, then ratios ours / theirs."""
+    """The console table: median [min-max] per system, then ratios ours / theirs."""
     header, rows = _rows(runs)
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
@@ -180,9 +180,7 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def markdown(
-    runs: list[Run], machine: dict[str, Any], command: str, errors: dict[str, str]
-) -> str:
+def markdown(runs: list[Run], machine: dict[str, Any], command: str, errors: dict[str, str]) -> str:
     """The generated section of ``docs/benchmarks.md``."""
     header, rows = _rows(runs)
     checks = targets(runs)
@@ -196,15 +194,17 @@ def markdown(
         for system in _present(runs)
     ]
     failed = [f"- **{s}**: not measured ({e})" for s, e in errors.items()]
-    rss = next((r for r in runs if r.system == "queuey-postgres" and r.measurement == "rss_mb"), None)
+    rss = next(
+        (r for r in runs if r.system == "queuey-postgres" and r.measurement == "rss_mb"), None
+    )
     parts = [
         BEGIN,
-        f"Command: `{command}` · machine: {machine.get('cpus')} × {machine.get('cpu_model')}, "
+        f"Command: `{command}` · machine: {machine.get('cpus')} x {machine.get('cpu_model')}, "
         f"{machine.get('memory_gb')} GB, {machine.get('postgres', '?')}, "
         f"RabbitMQ {machine.get('rabbitmq', '?')}, Python {machine.get('python')} · "
         f"{machine.get('date', '')}",
         "",
-        "Median [min–max] of the repetitions; ratios are ours / theirs on the medians "
+        "Median [min-max] of the repetitions; ratios are ours / theirs on the medians "
         "(for latency and RSS, lower is better).",
         "",
         _markdown_table(header, rows),
@@ -221,8 +221,11 @@ def markdown(
         *failed,
     ]
     if rss is not None:
-        parts += ["", f"Peak RSS by drained jobs (queuey-postgres): "
-                  f"{rss.settings.get('peak_rss_mb_by_drained_jobs')} MB"]
+        parts += [
+            "",
+            f"Peak RSS by drained jobs (queuey-postgres): "
+            f"{rss.settings.get('peak_rss_mb_by_drained_jobs')} MB",
+        ]
     parts.append(END)
     return "\n".join(parts)
 

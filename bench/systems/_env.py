@@ -20,7 +20,9 @@ AMQP_URL = os.environ.get("BENCH_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"
 async def drop_schema(schema: str, create: bool = False) -> None:
     """Drop ``schema`` (and everything in it); with ``create``, make it again, empty."""
     async with await psycopg.AsyncConnection.connect(DATABASE_URL, autocommit=True) as conn:
-        await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        await conn.execute(
+            sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+        )
         if create:
             await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
 

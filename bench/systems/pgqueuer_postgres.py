@@ -17,14 +17,14 @@ from typing import Any
 os.environ["PGQUEUER_SCHEMA"] = "bench_pgqueuer"
 os.environ["PGQUEUER_PREFIX"] = "bench_"
 
-import asyncpg  # noqa: E402
-from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver  # noqa: E402
-from pgqueuer.adapters.persistence.queries import Queries  # noqa: E402
-from pgqueuer.core.qm import QueueManager  # noqa: E402
-from pgqueuer.domain.models import Job  # noqa: E402
+import asyncpg
+from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
+from pgqueuer.adapters.persistence.queries import Queries
+from pgqueuer.core.qm import QueueManager
+from pgqueuer.domain.models import Job
 
-from bench.systems import Tally  # noqa: E402
-from bench.systems._env import DATABASE_URL, drop_schema, payload_time  # noqa: E402
+from bench.systems import Tally
+from bench.systems._env import DATABASE_URL, drop_schema, payload_time
 
 __all__ = ["make"]
 

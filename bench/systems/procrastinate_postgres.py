@@ -64,8 +64,8 @@ class ProcrastinatePostgres:
     async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> None:
         async with self.app.open_async():
             if bulk:
-                now = time.time()
-                await self.noop.batch_defer_async(*({"t": now} for _ in range(payloads)))
+                batch: list[dict[str, Any]] = [{"t": time.time()} for _ in range(payloads)]
+                await self.noop.batch_defer_async(*batch)
                 return
             loop = asyncio.get_running_loop()
             start = loop.time()

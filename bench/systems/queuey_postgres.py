@@ -4,6 +4,7 @@ no-op handler, in its own schema (``bench_queuey``) and NOTIFY channel."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,10 +18,11 @@ __all__ = ["make"]
 
 SCHEMA = "bench_queuey"
 CHANNEL = "bench_queuey"
+PREFETCH = int(os.environ.get("BENCH_QUEUEY_PREFETCH", "256"))
 
 
 class BenchQueues(QueueSet, prefix="bench"):
-    noop = Queue()
+    noop = Queue(prefetch=PREFETCH)
 
 
 class Noop(Job[BenchQueues], queue=BenchQueues.noop, name="bench.Noop"):

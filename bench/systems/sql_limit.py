@@ -128,16 +128,31 @@ class SqlLimit:
         rows = per_client * CLIENTS * self.batch
         async with await psycopg.AsyncConnection.connect(DATABASE_URL, autocommit=True) as conn:
             await conn.execute(_PREFILL, (QUEUE, rows))
-            await conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(SCHEMA, "queue_message")))
+            await conn.execute(
+                sql.SQL("ANALYZE {}").format(sql.Identifier(SCHEMA, "queue_message"))
+            )
         with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
             script.write(pgbench_script())
         try:
             ready()
             process = await asyncio.create_subprocess_exec(
-                _pgbench(), "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", str(CLIENTS),
-                "-t", str(per_client), "-D", f"batch={self.batch}", "-f", script.name,
+                _pgbench(),
+                "-n",
+                "-M",
+                "prepared",
+                "-c",
+                str(CLIENTS),
+                "-j",
+                str(CLIENTS),
+                "-t",
+                str(per_client),
+                "-D",
+                f"batch={self.batch}",
+                "-f",
+                script.name,
                 DATABASE_URL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
             )
             out, err = await process.communicate()
         finally:
