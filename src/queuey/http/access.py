@@ -114,5 +114,5 @@ def _name_problem(name: str, what: str) -> str | None:
     if not name:
         return f"has an empty {what}"
     if "@" in name or any(char.isspace() for char in name):
-        return f"has a {what} that is not a name (no spaces or `@`)"
+        return f"has an invalid {what} name (no spaces or `@` allowed)"
     return None

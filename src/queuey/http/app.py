@@ -67,7 +67,7 @@ def publish_app(
     endpoint = _PublishEndpoint(
         config, publisher, access, authenticator or CredentialAuthenticator.from_config(config)
     )
-    routes = [Route(f"{config.base}/queues/{{topic}}", endpoint.publish, methods=None)]
+    routes = [Route(f"{config.base}/queues/{{topic}}", endpoint.publish, methods=["POST"])]
     if not access.is_private:
         routes.append(Route(f"{config.base}/openapi.json", endpoint.openapi, methods=["GET"]))
     return Starlette(
@@ -91,8 +91,6 @@ class _PublishEndpoint:
         self._challenge = {"WWW-Authenticate": _challenge(config)}
 
     async def publish(self, request: Request) -> Response:
-        if request.method != "POST":
-            raise HTTPException(405, "use POST to publish", headers={"Allow": "POST"})
         principal = await self._admit(request)
         message = await self._message(request)
         published_by = "" if principal is None else principal.id
