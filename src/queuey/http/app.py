@@ -70,10 +70,12 @@ def publish_app(
     routes = [Route(f"{config.base}/queues/{{topic}}", endpoint.publish, methods=["POST"])]
     if not access.is_private:
         routes.append(Route(f"{config.base}/openapi.json", endpoint.openapi, methods=["GET"]))
-    return Starlette(
+    app = Starlette(
         routes=routes,
         exception_handlers={HTTPException: _http_error, Exception: _internal_error},
     )
+    app.router.redirect_slashes = False
+    return app
 
 
 class _PublishEndpoint:
