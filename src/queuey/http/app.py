@@ -122,7 +122,7 @@ class _PublishEndpoint:
         try:
             return parse_message(await read_body(request, self._config.max_body_bytes))
         except BodyTooLargeError as exc:
-            raise HTTPException(413, str(exc)) from None
+            raise HTTPException(413, str(exc), headers={"Connection": "close"}) from None
         except MalformedBodyError as exc:
             raise HTTPException(400, str(exc)) from None
 

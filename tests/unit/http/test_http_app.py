@@ -185,6 +185,7 @@ async def test_413_comes_before_a_bad_body_and_a_bad_topic() -> None:
         413,
         {"error": "the body is larger than 1024 bytes"},
     )
+    assert response.headers["connection"] == "close"
     assert exact.status_code == 202
     assert len(recorder.rows) == 1
 
