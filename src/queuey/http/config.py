@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from queuey.errors import ConfigError
 from queuey.http.bearer import MIN_SECRET_BYTES, load_public_key
@@ -36,8 +36,9 @@ from queuey.http.bearer import MIN_SECRET_BYTES, load_public_key
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ApiKeyConfig", "HttpConfig", "JwtConfig"]
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+_T = TypeVar("_T")
 _BASE = re.compile(r"(/[^/{}?#\s]+)*")
-_DIGEST = re.compile(r"[0-9a-fA-F]{64}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,28 @@ class JwtConfig:
         audience: the ``aud`` every token must carry.
         secret: the HS256 shared secret (at least 32 bytes), or ``None``.
         public_key: the RS256 public key in PEM, or ``None``.
+
+    Raises:
+        ConfigError: an empty audience, neither or both keys, a short secret, or a public key
+            that is not an RSA key in PEM (the message never contains the secret).
     """
 
     audience: str
     secret: str | None = field(default=None, repr=False)
     public_key: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.audience.strip():
+            raise ConfigError("audience: is required (the `aud` tokens must carry)")
+        if (self.secret is None) == (self.public_key is None):
+            raise ConfigError("secret: give exactly one of `secret` (HS256) and `public_key`")
+        if self.secret is not None and len(self.secret.encode()) < MIN_SECRET_BYTES:
+            raise ConfigError(f"secret: must be at least {MIN_SECRET_BYTES} bytes long")
+        if self.public_key is not None:
+            try:
+                load_public_key(self.public_key)
+            except ValueError as exc:
+                raise ConfigError(f"public_key: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -61,10 +79,14 @@ class ApiKeyConfig:
 
     Attributes:
         id: the principal id the key acts as.
-        sha256: the lowercase hex SHA-256 digest of the key.
+        sha256: the lowercase hex SHA-256 digest of the key (see ``api_key_digest``).
         roles: the roles the key holds.
         org: the organisation the key acts in, or ``None``.
         org_class: that organisation's class, or ``None``.
+
+    Raises:
+        ConfigError: an empty id, a digest that is not 64 lowercase hex digits, an empty role,
+            or ``org_class`` without ``org``.
     """
 
     id: str
@@ -72,6 +94,19 @@ class ApiKeyConfig:
     roles: frozenset[str] = frozenset()
     org: str | None = None
     org_class: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.id.strip():
+            raise ConfigError("id: is required")
+        if not _DIGEST.fullmatch(self.sha256):
+            raise ConfigError("sha256: expected the key's SHA-256 digest as 64 hex digits")
+        if not all(role.strip() for role in self.roles):
+            raise ConfigError("roles: must not contain an empty string")
+        for name, value in (("org", self.org), ("org_class", self.org_class)):
+            if value is not None and not value.strip():
+                raise ConfigError(f"{name}: must not be empty")
+        if self.org_class is not None and self.org is None:
+            raise ConfigError("org_class: needs `org` (the organisation it is the class of)")
 
 
 @dataclass(frozen=True)
@@ -83,13 +118,28 @@ class HttpConfig:
             without a trailing slash; ``POST {base}/queues/{topic}``.
         max_body_bytes: the largest accepted request body in bytes (413 above it).
         jwt: how bearer tokens are verified, or ``None`` to accept none.
-        api_keys: the accepted API keys.
+        api_keys: the accepted API keys (ids and digests unique).
+
+    Raises:
+        ConfigError: a malformed base, a limit below 1, or two keys sharing an id or digest.
     """
 
     base: str = ""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     jwt: JwtConfig | None = None
     api_keys: tuple[ApiKeyConfig, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not _BASE.fullmatch(self.base):
+            message = "is not a path such as '/api' (no braces, spaces or trailing slash)"
+            raise ConfigError(f"base: {self.base!r} {message}")
+        limit = self.max_body_bytes
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigError(f"max_body_bytes: expected an integer >= 1, got {limit!r}")
+        for attribute in ("id", "sha256"):
+            seen = [getattr(key, attribute) for key in self.api_keys]
+            if len(set(seen)) != len(seen):
+                raise ConfigError(f"api_keys: two keys share one `{attribute}`")
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], path: str | os.PathLike[str]) -> HttpConfig:
@@ -100,18 +150,20 @@ class HttpConfig:
             path: the file the table came from, named in error messages.
 
         Returns:
-            The checked configuration.
+            The checked configuration; ``base`` loses any trailing slash (``"/"`` is ``""``).
 
         Raises:
-            ConfigError: an unknown key, a wrong type or a bad value; the message names the key
-                and the file.
+            ConfigError: an unknown key, a wrong type or a bad value; the message names the file
+                and the key, e.g. ``app.toml: [http.jwt] secret: must be at least 32 bytes``.
         """
         reader = _Reader(table, "[http]", os.fspath(path))
         reader.only("base", "max_body_bytes", "jwt", "api_keys")
         jwt_table = reader.optional_table("jwt")
-        return cls(
-            base=_base(reader),
-            max_body_bytes=_max_body_bytes(reader),
+        base = reader.string("base")
+        return reader.build(
+            cls,
+            base="" if base is None else base.rstrip("/"),
+            max_body_bytes=reader.table.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES),
             jwt=None if jwt_table is None else _jwt(reader.nested(jwt_table, "[http.jwt]")),
             api_keys=_api_keys(reader),
         )
@@ -131,6 +183,13 @@ class _Reader:
     def error(self, key: str, message: str) -> ConfigError:
         return ConfigError(f"{self.path}: {self.where} {key}: {message}")
 
+    def build(self, factory: Callable[..., _T], **values: Any) -> _T:
+        """``factory(**values)``, its ``ConfigError`` located in this table and file."""
+        try:
+            return factory(**values)
+        except ConfigError as exc:
+            raise ConfigError(f"{self.path}: {self.where} {exc}") from None
+
     def only(self, *keys: str) -> None:
         for key in self.table:
             if key not in keys:
@@ -142,18 +201,10 @@ class _Reader:
             raise self.error(key, f"expected a string, got {type(value).__name__}")
         return value
 
-    def name(self, key: str) -> str | None:
-        value = self.string(key)
-        if value is not None and not value.strip():
-            raise self.error(key, "must not be empty")
-        return value
-
     def strings(self, key: str) -> list[str]:
         value = self.table.get(key, [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise self.error(key, "expected a list of strings")
-        if not all(item.strip() for item in value):
-            raise self.error(key, "must not contain an empty string")
         return value
 
     def optional_table(self, key: str) -> Mapping[str, Any] | None:
@@ -163,70 +214,33 @@ class _Reader:
         return value
 
 
-def _base(reader: _Reader) -> str:
-    base = (reader.string("base") or "").rstrip("/")
-    if not _BASE.fullmatch(base):
-        raise reader.error("base", f"{base!r} is not a path such as '/api' (no braces or spaces)")
-    return base
-
-
-def _max_body_bytes(reader: _Reader) -> int:
-    value = reader.table.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise reader.error("max_body_bytes", f"expected an integer >= 1, got {value!r}")
-    return value
-
-
 def _jwt(reader: _Reader) -> JwtConfig:
     reader.only("secret", "public_key", "audience")
-    secret, public_key, audience = (
-        reader.string("secret"),
-        reader.string("public_key"),
-        reader.name("audience"),
+    return reader.build(
+        JwtConfig,
+        audience=reader.string("audience") or "",
+        secret=reader.string("secret"),
+        public_key=reader.string("public_key"),
     )
-    if audience is None:
-        raise reader.error("audience", "is required (the `aud` tokens must carry)")
-    if (secret is None) == (public_key is None):
-        raise reader.error("secret", "give exactly one of `secret` (HS256) and `public_key`")
-    if secret is not None and len(secret.encode()) < MIN_SECRET_BYTES:
-        raise reader.error("secret", f"must be at least {MIN_SECRET_BYTES} bytes long")
-    if public_key is not None:
-        try:
-            load_public_key(public_key)
-        except ValueError as exc:
-            raise reader.error("public_key", str(exc)) from None
-    return JwtConfig(audience=audience, secret=secret, public_key=public_key)
 
 
 def _api_keys(reader: _Reader) -> tuple[ApiKeyConfig, ...]:
     value = reader.table.get("api_keys", [])
     if not isinstance(value, list):
         raise reader.error("api_keys", "expected an array of tables ([[http.api_keys]])")
-    keys = tuple(
+    return tuple(
         _api_key(reader.nested(item, f"[[http.api_keys]] #{number}"))
         for number, item in enumerate(value, start=1)
     )
-    for attribute in ("id", "sha256"):
-        seen = [getattr(key, attribute) for key in keys]
-        if len(set(seen)) != len(seen):
-            raise reader.error("api_keys", f"two keys share one `{attribute}`")
-    return keys
 
 
 def _api_key(reader: _Reader) -> ApiKeyConfig:
     reader.only("id", "roles", "sha256", "org", "org_class")
-    key_id, digest = reader.name("id"), reader.string("sha256")
-    if key_id is None:
-        raise reader.error("id", "is required")
-    if digest is None or not _DIGEST.fullmatch(digest):
-        raise reader.error("sha256", "expected the key's SHA-256 digest as 64 hex digits")
-    org, org_class = reader.name("org"), reader.name("org_class")
-    if org_class is not None and org is None:
-        raise reader.error("org_class", "needs `org` (the organisation it is the class of)")
-    return ApiKeyConfig(
-        id=key_id,
-        sha256=digest.lower(),
+    return reader.build(
+        ApiKeyConfig,
+        id=reader.string("id") or "",
+        sha256=(reader.string("sha256") or "").lower(),
         roles=frozenset(reader.strings("roles")),
-        org=org,
-        org_class=org_class,
+        org=reader.string("org"),
+        org_class=reader.string("org_class"),
     )

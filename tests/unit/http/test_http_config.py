@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def test_repr_hides_secrets() -> None:
         ({"jwt": "secret"}, "[http] jwt: expected a table"),
         ({"jwt": {"secret": SECRET}}, "[http.jwt] audience: is required"),
         ({"jwt": {"audience": "q"}}, "[http.jwt] secret: give exactly one"),
-        ({"jwt": {"audience": ""}}, "[http.jwt] audience: must not be empty"),
+        ({"jwt": {"audience": " ", "secret": SECRET}}, "[http.jwt] audience: is required"),
         ({"jwt": {"audience": "q", "secret": "short"}}, "[http.jwt] secret: must be at least 32"),
         ({"jwt": {"audience": "q", "secret": SECRET, "public_key": "x"}}, "[http.jwt] secret:"),
         ({"jwt": {"audience": "q", "public_key": "nope"}}, "[http.jwt] public_key: is not a PEM"),
@@ -118,6 +119,25 @@ def test_errors_name_the_key_and_the_file(table: dict[str, Any], key: str) -> No
     assert str(caught.value).startswith(f"{PATH}: ")
     assert key in str(caught.value)
     assert SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: HttpConfig(base="api"), "base: 'api' is not a path"),
+        (lambda: HttpConfig(base="/api/"), "base: '/api/' is not a path"),
+        (lambda: HttpConfig(max_body_bytes=0), "max_body_bytes: expected an integer >= 1"),
+        (lambda: JwtConfig(audience="q"), "secret: give exactly one"),
+        (lambda: JwtConfig(audience="", secret=SECRET), "audience: is required"),
+        (lambda: ApiKeyConfig("k", DIGEST.upper()), "sha256: expected"),
+        (lambda: ApiKeyConfig("", DIGEST), "id: is required"),
+        (lambda: ApiKeyConfig("k", DIGEST, org=""), "org: must not be empty"),
+        (lambda: ApiKeyConfig("k", DIGEST, frozenset({" "})), "roles: must not contain"),
+    ],
+)
+def test_values_built_in_python_are_checked_too(build: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}"):
+        build()
 
 
 def test_a_non_rsa_public_key_is_refused() -> None:
