@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -46,18 +47,27 @@ def database_url() -> str:
     return DATABASE_URL
 
 
-@pytest.fixture
-async def pg_schema(database_url: str) -> AsyncIterator[str]:
-    """A fresh, migrated schema for one test, dropped afterwards."""
+@asynccontextmanager
+async def fresh_schema(database_url: str) -> AsyncIterator[str]:
+    """A fresh, migrated schema, dropped on exit."""
     import psycopg
 
     from queuey.backends.postgres import migrate
 
     schema = unique("t")
     await migrate(database_url, schema=schema)
-    yield schema
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    try:
+        yield schema
+    finally:
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+async def pg_schema(database_url: str) -> AsyncIterator[str]:
+    """A fresh, migrated schema for one test, dropped afterwards."""
+    async with fresh_schema(database_url) as schema:
+        yield schema
 
 
 @pytest.fixture(scope="session")

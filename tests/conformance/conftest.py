@@ -12,6 +12,7 @@ import pytest
 
 from queuey.backends.base import Backend
 from queuey.backends.memory import MemoryBackend
+from tests.conftest import fresh_schema
 
 BACKENDS = ["memory", "postgres"]
 
@@ -29,11 +30,11 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         from queuey.backends.postgres import PostgresBackend
 
         database_url = request.getfixturevalue("database_url")
-        schema = request.getfixturevalue("pg_schema")
-        pg = await PostgresBackend.connect(
-            database_url, schema=schema, poll_interval="1s", lease="30s"
-        )
-        yield pg
-        await pg.close()
+        async with fresh_schema(database_url) as schema:
+            pg = await PostgresBackend.connect(
+                database_url, schema=schema, poll_interval="1s", lease="30s"
+            )
+            yield pg
+            await pg.close()
         return
     raise AssertionError(kind)
