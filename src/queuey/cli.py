@@ -257,13 +257,14 @@ def run_command(
     config_path: str, app_target: str | None, database_url: str | None, schema: str
 ) -> None:
     """Run the app's topic subscribers until SIGINT/SIGTERM, then shut down gracefully."""
-    from queuey.topics.connection import connect_backend, redact_url
+    from queuey.backends.postgres import redact
+    from queuey.topics.connection import connect_backend
 
     app = _load_app(config_path, app_target)
     url = _database_url(database_url, app.database_url, config_path)
 
     async def serve() -> None:
-        logging.getLogger("queuey.topics").info("connecting to %s", redact_url(url))
+        logging.getLogger("queuey.topics").info("connecting to %s", redact(url))
         backend = await connect_backend(app.config, url, schema=schema)
         try:
             subscriber = app.subscriber(backend)

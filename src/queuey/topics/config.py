@@ -32,7 +32,7 @@ MAX_TOPIC_CHARS = 200
 _TOPIC = re.compile(rf"[A-Za-z0-9._:\-]{{1,{MAX_TOPIC_CHARS}}}")
 _MAX_INT = 2**31 - 1  # far above any sane value; keeps timedelta and SQL intervals in range
 _MAX_BATCH = 65535  # a consumer's prefetch limit (QueueConfig)
-_MAX_CHANNEL_BYTES = 63  # PostgreSQL's identifier limit applies to NOTIFY channels
+_CHANNEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")  # a PostgreSQL identifier (LISTEN)
 _MAX_DELAY_SECS = 3600
 _COUNTS = {
     # key: smallest allowed value, largest allowed value
@@ -61,7 +61,7 @@ class QueuesConfig:
     Attributes:
         enabled: handle messages; ``False`` pauses handling while publishing still records.
         prefix: names the NOTIFY channel (``channel()``), so apps sharing a database do not
-            wake each other.
+            wake each other; the channel must be a PostgreSQL identifier.
         subscribe: topic → subscriber function names, in declared order. Given as one name or
             a list; topics and names are trimmed, empty names dropped, duplicates dropped
             (keeping the first), and a topic left with no name is not a subscription.
@@ -96,10 +96,11 @@ class QueuesConfig:
         _check_str("queues.publish", self.publish)
         for key, (low, high) in _COUNTS.items():
             _check_count(f"queues.{key}", getattr(self, key), low, high)
-        if len(self.channel().encode()) > _MAX_CHANNEL_BYTES:
+        if not _CHANNEL.fullmatch(self.channel()):
             raise ConfigError(
-                f"queues.prefix: {self.prefix!r} makes the channel {self.channel()!r} longer "
-                f"than PostgreSQL's {_MAX_CHANNEL_BYTES} bytes"
+                f"queues.prefix: {self.prefix!r} makes the channel {self.channel()!r}, which is "
+                "not a PostgreSQL identifier (ASCII letters, digits and _, not starting with a "
+                "digit, at most 63 characters in all)"
             )
         object.__setattr__(self, "subscribe", _normalise_subscribe(self.subscribe))
 

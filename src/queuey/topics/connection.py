@@ -1,18 +1,15 @@
 """Connecting an app's topics to PostgreSQL: the database URL's sources, in order, and the
 backend built from ``[queues]`` (``poll_secs``, ``lease_secs``, ``retain_hours``).
-
-URLs are shown redacted (``redact_url``): a password never reaches a log line or a message.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
-from urllib.parse import urlsplit, urlunsplit
 
 from queuey.backends.base import Backend
 from queuey.topics.config import QueuesConfig
 
-__all__ = ["DATABASE_URL_ENV", "connect_backend", "redact_url", "resolve_database_url"]
+__all__ = ["DATABASE_URL_ENV", "connect_backend", "resolve_database_url"]
 
 DATABASE_URL_ENV = "QUEUEY_DATABASE_URL"
 
@@ -26,24 +23,11 @@ def resolve_database_url(flag: str | None, env: str | None, file_url: str | None
     return None
 
 
-def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (other parts kept) for logs and messages."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.netloc.rpartition("@")[2]
-        user = parts.username or ""
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-    except ValueError:
-        return "<unparseable URL>"
-
-
 async def connect_backend(
     config: QueuesConfig, url: str, *, schema: str = "queuey", migrate: bool = True
 ) -> Backend:
-    """A ``PostgresBackend`` for an app: polling every ``poll_secs``, leases of ``lease_secs``,
-    handled messages kept ``retain_hours`` (0: forever).
+    """A ``PostgresBackend`` for an app: woken on ``channel()``, polling every ``poll_secs``,
+    leases of ``lease_secs``, handled messages kept ``retain_hours`` (0: forever).
 
     Args:
         config: the app's ``[queues]`` settings.
@@ -61,6 +45,7 @@ async def connect_backend(
     backend: Backend = await PostgresBackend.connect(
         url,
         schema=schema,
+        channel=config.channel(),
         poll_interval=timedelta(seconds=config.poll_secs),
         lease=timedelta(seconds=config.lease_secs),
         retain=retain,
