@@ -5,8 +5,10 @@ dispatch channel; the dispatcher takes a concurrency slot *before* receiving, so
 never holds a slot that a busy one needs; each delivery is handled in its own task by the
 caller's ``process`` callable, which settles it.
 
-Pause stops pulling: the consumers are stopped, what they had already pulled is still handled,
-and nothing new is taken until ``resume`` opens fresh consumers. Publishing is untouched, so
+Pause takes effect at once: no handler starts while paused (running ones finish), and the
+consumers are stopped. A delivery already handed out (a PostgreSQL consumer claims up to
+``prefetch`` at once; its lease is kept alive) waits, unstarted, until ``resume``, which also
+opens fresh consumers. Publishing is untouched, so
 messages simply wait (seed ``000``'s ``enabled = false``). Shutdown stops pulling, finishes what
 was pulled and awaits what runs (up to ``shutdown_grace``, then cancels).
 """
@@ -124,7 +126,9 @@ class ConsumeLoop:
         dispatcher = asyncio.create_task(self._dispatch(channel, executor))
         interrupted = asyncio.create_task(_first_of(self._stop.wait(), self._paused.wait()))
         try:
-            await asyncio.wait([*fetchers, interrupted], return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                [*fetchers, interrupted], return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             interrupted.cancel()
             for consumer, _ in consumers:
@@ -135,7 +139,7 @@ class ConsumeLoop:
         for result in results:
             if isinstance(result, BaseException):
                 raise result
-        return self._stop.is_set() or self._paused.is_set()
+        return interrupted in done
 
     async def _dispatch(self, channel: _Channel, executor: Executor) -> None:
         while True:
@@ -144,6 +148,8 @@ class ConsumeLoop:
             if item is None:
                 self._slots.release()
                 return
+            if self._paused.is_set():  # pulled before the pause: wait, unstarted
+                await _first_of(self._stop.wait(), self._resumed.wait())
             delivery, config = item
             task = asyncio.create_task(self._process(delivery, config, executor))
             self._tasks.add(task)
