@@ -143,6 +143,7 @@ class Subscriber:
             await self._loop.run()
         finally:
             self._running = False
+            log.info("topic subscriber stopped")
 
     def _report(self) -> None:
         for topic, name in self.missing_functions():
