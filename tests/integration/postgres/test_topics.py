@@ -295,3 +295,31 @@ async def test_a_disabled_app_records_and_waits_until_resumed(
         await task
         await backend.close()
     assert handled == [1]
+
+
+async def test_pausing_a_running_subscriber_leaves_new_rows_pending(
+    database_url: str, pg_schema: str, conn: psycopg.AsyncConnection[Any]
+) -> None:
+    config = QueuesConfig(poll_secs=1, subscribe={"t": "f"})
+    app = App(config)
+    handled: list[Any] = []
+    app.register("f", handled.append)
+    backend = await open_backend(database_url, pg_schema, config)
+    subscriber = app.subscriber(backend)
+    task = asyncio.create_task(subscriber.run())
+    try:
+        await asyncio.sleep(0.5)
+        subscriber.pause()
+        await app.publisher(backend).publish("t", 1)
+        await asyncio.sleep(2.5)  # two polls and a NOTIFY: nothing is claimed
+        assert handled == []
+        assert [r[2:4] for r in await rows(conn, pg_schema, "t")] == [("pending", 0)]
+        subscriber.resume()
+        async with asyncio.timeout(10):
+            while (await rows(conn, pg_schema, "t"))[0][2] != "done":
+                await asyncio.sleep(0.02)
+    finally:
+        subscriber.shutdown()
+        await task
+        await backend.close()
+    assert handled == [1]
