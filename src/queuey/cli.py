@@ -72,10 +72,10 @@ async def _open_backend(
         url = _require(database_url, "database url", "QUEUEY_DATABASE_URL")
         return await PostgresBackend.connect(url, schema=schema, migrate=True)
     if kind == "rabbitmq":
-        from queuey.backends.rabbitmq import RabbitMqBackend
-
+        rabbitmq = importlib.import_module("queuey.backends.rabbitmq")
         url = _require(amqp_url, "amqp url", "QUEUEY_AMQP_URL")
-        return await RabbitMqBackend.connect(url)
+        backend: Backend = await rabbitmq.RabbitMqBackend.connect(url)
+        return backend
     from queuey.backends.memory import MemoryBackend
 
     return MemoryBackend()

@@ -9,6 +9,7 @@ WARNING/INFO, a dead letter at ERROR.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -20,7 +21,7 @@ from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter
 from queuey._runtime.execute import execute
 from queuey._runtime.handlers import HandlerEntry, make_entry
 from queuey._runtime.loop import ConsumeLoop
-from queuey._runtime.settle import settle
+from queuey._runtime.settle import release, settle
 from queuey.backends.base import Backend, Delivery
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
@@ -195,7 +196,11 @@ class Worker(Generic[Q]):
     async def _process(self, delivery: Delivery, config: QueueConfig, executor: Executor) -> None:
         envelope = delivery.envelope
         entry = self._handlers.get(envelope.job_type)
-        outcome, _ = await execute(envelope, entry, config, self.job_timeout, executor)
+        try:
+            outcome, _ = await execute(envelope, entry, config, self.job_timeout, executor)
+        except asyncio.CancelledError:
+            await release(delivery)
+            raise
         fields = {
             "job_id": envelope.job_id,
             "job_type": envelope.job_type,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import itertools
 import time
 from typing import Any
 
@@ -50,7 +51,7 @@ async def test_minutes_of_backoff_pass_in_no_wall_time() -> None:
     start_wall, start_loop = time.monotonic(), loop.time()
     await producer.enqueue(Flaky(fail_until=3))
     await run_until_idle(worker, backend, timeout=3600)
-    waits = [round(b[1] - a[1]) for a, b in zip(seen, seen[1:], strict=False)]
+    waits = [round(b[1] - a[1]) for a, b in itertools.pairwise(seen)]
     assert [a for a, _ in seen] == [1, 2, 3, 4]
     assert waits == [60, 120, 240]
     assert loop.time() - start_loop >= 420

@@ -66,6 +66,7 @@ async def test_pause_lets_running_jobs_finish_and_holds_the_rest() -> None:
     await asyncio.sleep(600)
     assert done == [1]
     assert worker.in_flight == 0
+    assert backend.pending(PauseQueues.work.name) == 1  # taken before the pause: handed back
     worker.resume()
     async with asyncio.timeout(60):
         await backend.wait_idle()

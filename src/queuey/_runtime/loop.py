@@ -5,10 +5,10 @@ dispatch channel; the dispatcher takes a concurrency slot *before* receiving, so
 never holds a slot that a busy one needs; each delivery is handled in its own task by the
 caller's ``process`` callable, which settles it.
 
-Pause takes effect at once: no handler starts while paused (running ones finish), and the
-consumers are stopped. A delivery already handed out (a PostgreSQL consumer claims up to
-``prefetch`` at once; its lease is kept alive) waits, unstarted, until ``resume``, which also
-opens fresh consumers. Publishing is untouched, so
+Pause takes effect at once: no handler starts while paused (running ones finish) and the
+consumers are stopped. A delivery a consumer had already handed out (a PostgreSQL consumer
+claims up to ``prefetch`` at once) is released untouched, so nothing stays claimed while paused;
+``resume`` opens fresh consumers. Publishing is untouched, so
 messages simply wait (seed ``000``'s ``enabled = false``). Shutdown stops pulling, finishes what
 was pulled and awaits what runs (up to ``shutdown_grace``, then cancels).
 """
@@ -22,6 +22,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
+from queuey._runtime.settle import release
 from queuey.backends.base import Backend, Consumer, Delivery
 from queuey.queues import QueueConfig
 
@@ -148,9 +149,11 @@ class ConsumeLoop:
             if item is None:
                 self._slots.release()
                 return
-            if self._paused.is_set():  # pulled before the pause: wait, unstarted
-                await _first_of(self._stop.wait(), self._resumed.wait())
             delivery, config = item
+            if self._paused.is_set():  # pulled just before the pause: hand it back untouched
+                await release(delivery)
+                self._slots.release()
+                continue
             task = asyncio.create_task(self._process(delivery, config, executor))
             self._tasks.add(task)
             task.add_done_callback(self._done)

@@ -251,6 +251,10 @@ class _MemoryDelivery:
         self._consumer._backend._check_open()
         self._settle().dead.append((self._envelope, reason))
 
+    async def release(self) -> None:
+        self._settle()
+        self._consumer._backend._insert(self._envelope)
+
 
 class _MemoryConsumer:
     def __init__(self, backend: MemoryBackend, queue: _QueueState, prefetch: int) -> None:

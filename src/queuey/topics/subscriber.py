@@ -16,6 +16,7 @@ Each outcome is logged on ``queuey.topics`` with ``topic``, ``subscriber``, ``me
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Mapping
@@ -25,7 +26,7 @@ from typing import Any
 from queuey._outcome import Ack, DeadLetter, Outcome, RetryAfter
 from queuey._runtime.invoke import invoke
 from queuey._runtime.loop import ConsumeLoop
-from queuey._runtime.settle import settle
+from queuey._runtime.settle import release, settle
 from queuey.backends.base import Backend, Delivery
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
@@ -157,7 +158,11 @@ class Subscriber:
 
     async def _process(self, delivery: Delivery, queue: QueueConfig, executor: Executor) -> None:
         envelope = delivery.envelope
-        error = await self._call(envelope, executor)
+        try:
+            error = await self._call(envelope, executor)
+        except asyncio.CancelledError:  # shutdown grace passed: hand the message back
+            await release(delivery)
+            raise
         outcome = decide(envelope, error, self.config)
         fields = _fields(envelope)
         try:

@@ -228,6 +228,7 @@ async def test_pause_stops_taking_messages_and_resume_picks_them_up() -> None:
     await asyncio.sleep(600)
     assert handled == ["before"]
     assert subscriber.in_flight == 0
+    assert backend.pending("t", "topic") == 1
     subscriber.resume()
     async with asyncio.timeout(10):
         await backend.wait_idle()
@@ -257,6 +258,28 @@ async def test_shutdown_waits_for_running_functions() -> None:
     await task
     assert finished == [True]
     assert len(backend.acked("t", "topic")) == 1
+
+
+@pytest.mark.looptime
+async def test_a_function_past_the_shutdown_grace_is_cancelled_and_handed_back() -> None:
+    backend = MemoryBackend()
+    app = App(QueuesConfig(subscribe={"t": "stuck"}))
+    started = asyncio.Event()
+
+    @app.function
+    async def stuck(payload: Any) -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    await app.publisher(backend).publish("t", {})
+    subscriber = app.subscriber(backend, shutdown_grace="5s")
+    task = asyncio.create_task(subscriber.run())
+    await started.wait()
+    subscriber.shutdown()
+    await task
+    assert backend.pending("t", "topic") == 1
+    assert backend.dead_letters("t", "topic") == []
+    assert backend._queue("t", "topic").pending[0].envelope.attempt == 1
 
 
 @pytest.mark.looptime

@@ -108,6 +108,7 @@ class PostgresBackend:
         self._tasks: list[asyncio.Task[None]] = []
         self._outage = Outage("PostgreSQL")
         self._state = "new"
+        self.listener: Listener | None = None
 
     def __repr__(self) -> str:
         return f"<PostgresBackend {redact(self.conninfo)} schema={self.statements.schema}>"
@@ -139,13 +140,11 @@ class PostgresBackend:
         if self._state == "open":
             return
         with connection_errors(self.conninfo):
-            await self._pool.open(wait=True, timeout=10)
-            try:
-                async with self._pool.connection() as conn:
-                    await check_schema(conn, self.statements)
-            except BaseException:
-                await self._pool.close()
-                raise
+            async with await psycopg.AsyncConnection.connect(
+                self.conninfo, autocommit=True, connect_timeout=10
+            ) as conn:
+                await check_schema(conn, self.statements)
+            await self._pool.open(wait=False)
         self._state = "open"
 
     async def __aenter__(self) -> PostgresBackend:
@@ -261,8 +260,14 @@ class PostgresBackend:
         self._tasks.append(asyncio.create_task(self._maintain()))
         self._tasks.append(asyncio.create_task(self._heartbeat()))
         if not self.poll_only:
-            listener = Listener(self.conninfo, self.channel, self._notified, self._wake_all)
-            self._tasks.append(asyncio.create_task(listener.run()))
+            self.listener = Listener(
+                self.conninfo,
+                self.channel,
+                self._notified,
+                self._wake_all,
+                f"queuey-listen {self.owner}"[:63],
+            )
+            self._tasks.append(asyncio.create_task(self.listener.run()))
 
     def _notified(self, queue: str) -> None:
         for consumer in self._consumers.get(queue, ()):
@@ -287,8 +292,12 @@ class PostgresBackend:
             self._wake_all()
         return rows
 
-    async def claim(self, config: QueueConfig, limit: int) -> list[tuple[str, Envelope]] | None:
-        """Claim up to ``limit`` due rows of ``config``'s queue; ``None`` if the database failed."""
+    async def claim(
+        self, config: QueueConfig, limit: int
+    ) -> list[tuple[str, Envelope, bool]] | None:
+        """Claim up to ``limit`` due rows of ``config``'s queue as ``(row id, envelope,
+        suspect)``, where ``suspect`` marks a row that already lost a lease (it comes alone).
+        ``None`` if the database failed."""
         rows = await self._query(
             "claim",
             {
@@ -303,7 +312,7 @@ class PostgresBackend:
             return None
         rows.sort(key=lambda r: (-r[4], r[9], r[10]))
         self._held.update(r[0] for r in rows)
-        return [(r[0], _envelope(config, r)) for r in rows]
+        return [(r[0], _envelope(config, r), r[11] > 0) for r in rows]
 
     async def next_due(self, config: QueueConfig) -> float | None:
         """Seconds until the next pending row of the queue is due, if any."""

@@ -46,7 +46,7 @@ class PgDelivery:
         try:
             await self._consumer.backend.settle(name, {**self._fence(), **params}, self.row_id)
         finally:
-            self._consumer.settled()
+            self._consumer.settled(self)
 
     async def ack(self) -> None:
         await self._settle("ack", {})
@@ -75,6 +75,10 @@ class PgDelivery:
     async def dead_letter(self, reason: str) -> None:
         await self._settle("dead_letter", {"reason": truncate(reason)})
 
+    async def release(self) -> None:
+        await self._settle("release", {})
+        self._consumer.poke()
+
 
 def truncate(text: str, limit: int = 4000) -> str:
     """``text`` cut to ``limit`` UTF-8 bytes on a character boundary, with "…" when cut
@@ -99,6 +103,7 @@ class PgConsumer:
         self._stopped = False
         self._event = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
+        self._suspect: PgDelivery | None = None
 
     def poke(self) -> None:
         """Something may be claimable now (a notification, the poll, a due row)."""
@@ -120,9 +125,12 @@ class PgConsumer:
         self._timer = None
         self.poke()
 
-    def settled(self) -> None:
+    def settled(self, delivery: PgDelivery) -> None:
         """A delivery of this consumer was settled: a slot is free."""
         self._unsettled -= 1
+        if delivery is self._suspect:
+            self._suspect = None
+            self._maybe_more = True
         if self._maybe_more:
             self._event.set()
 
@@ -133,7 +141,7 @@ class PgConsumer:
             if self._stopped:
                 return None
             free = self.config.prefetch - self._unsettled
-            if self._maybe_more and free > 0:
+            if self._maybe_more and free > 0 and self._suspect is None:
                 await self._claim(free)
                 continue
             await self._wait()
@@ -147,7 +155,11 @@ class PgConsumer:
             self.wake_after(min(1.0, self.backend.poll_interval))
             return
         self._unsettled += len(rows)
-        self._buffer.extend(PgDelivery(self, row_id, env) for row_id, env in rows)
+        for row_id, envelope, suspect in rows:
+            delivery = PgDelivery(self, row_id, envelope)
+            self._buffer.append(delivery)
+            if suspect:  # it may kill this process: claim nothing more until it settles
+                self._suspect = delivery
         if len(rows) < limit:
             # A notification that arrived during the claim may be for a row it did not see.
             self._maybe_more = self._pokes != pokes

@@ -57,6 +57,7 @@ class Listener:
         channel: str,
         on_notify: Callable[[str], None],
         on_connect: Callable[[], None],
+        application_name: str = "queuey-listen",
         health_interval: float = 2.0,
         reconnect_delay: float = 0.5,
     ) -> None:
@@ -64,6 +65,7 @@ class Listener:
         self._channel = channel
         self._on_notify = on_notify
         self._on_connect = on_connect
+        self._application_name = application_name
         self._health = health_interval
         self._delay = reconnect_delay
         self._outage = Outage(f"LISTEN connection ({channel})")
@@ -85,7 +87,10 @@ class Listener:
 
     async def _session(self) -> None:
         conn = await psycopg.AsyncConnection.connect(
-            self._conninfo, autocommit=True, connect_timeout=5
+            self._conninfo,
+            autocommit=True,
+            connect_timeout=5,
+            application_name=self._application_name,
         )
         async with conn:
             await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))

@@ -28,22 +28,37 @@ SELECT pg_notify(%(channel)s, q.queue)
 FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'pending') AS q;
 
 -- name: claim
--- Take up to %(limit)s due rows of one queue, skipping rows other workers hold.
+-- Take up to %(limit)s due rows of one queue, skipping rows other workers hold. A row that
+-- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
+-- a clean batch stops before it, so a poisoned job cannot drag innocent rows into its crashes.
 WITH picked AS (
-    SELECT id FROM {table}
+    SELECT id, redeliveries, priority, available_at, seq FROM {table}
     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
       AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
     ORDER BY priority DESC, available_at, seq
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
+), ranked AS (
+    SELECT id,
+           row_number() OVER w AS position,
+           count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
+    FROM picked
+    WINDOW w AS (ORDER BY priority DESC, available_at, seq)
 )
 UPDATE {table} AS m
 SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
     claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8)
-FROM picked
-WHERE m.id = picked.id
+FROM ranked
+WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
 RETURNING m.id::text, m.job_type, m.attempts, m.deferrals, m.priority, m.payload, m.headers,
-          m.published_by, m.enqueued_at_ms, m.available_at, m.seq;
+          m.published_by, m.enqueued_at_ms, m.available_at, m.seq, m.redeliveries;
+
+-- name: release
+-- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
+-- the run it started not counted.
+UPDATE {table}
+SET status = 'pending', attempts = attempts - 1, claimed_by = NULL, lease_until = NULL
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
 
 -- name: ack
 -- Success, fenced: only while this owner still holds this attempt.
