@@ -16,7 +16,8 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,15 @@ class Land:
     schema: str
     worker: Worker[OpsQueues]
     ids: dict[str, str]
-    accepted: set[str] = field(default_factory=set)
+    accepted: set[str]
+    release: asyncio.Event
+    task: asyncio.Task[None]
+
+    async def stop_worker(self) -> None:
+        """Let the running job end and the worker return: nothing consumes any more."""
+        self.release.set()
+        self.worker.shutdown()
+        await self.task
 
     def args(self, *argv: str) -> list[str]:
         return [*argv, "--database-url", self.url, "--schema", self.schema]
@@ -155,7 +164,7 @@ async def land(database_url: str, pg_schema: str) -> AsyncIterator[Land]:
                 "'90 seconds' WHERE id = %s",
                 (ids["due"],),
             )
-        yield Land(database_url, pg_schema, worker, ids, state["accepted"])
+        yield Land(database_url, pg_schema, worker, ids, state["accepted"], state["release"], task)
     finally:
         state["release"].set()
         worker.shutdown()
@@ -227,8 +236,10 @@ async def test_failed_list_json_shape_and_queue_filter(land: Land) -> None:
     result = await land.cli("failed", "list", "--json", "--queue", "ops.emails")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["failed"]
-    assert [r["id"] for r in rows] == [land.ids["bad1"], land.ids["bad2"]]
-    first = rows[0]
+    assert {r["id"] for r in rows} == {land.ids["bad1"], land.ids["bad2"]}
+    failed_at = [datetime.fromisoformat(r["processed_at"]) for r in rows]
+    assert failed_at == sorted(failed_at)  # oldest failure first
+    first = next(r for r in rows if r["id"] == land.ids["bad1"])
     assert set(first) == {"id", "kind", "queue", "job_type", "attempts", "processed_at", "error"}
     assert (first["kind"], first["queue"], first["job_type"], first["attempts"]) == (
         "job", "ops.emails", "ops.SendEmail", 1
@@ -299,8 +310,7 @@ async def test_retry_one_runs_it_again_and_it_succeeds(land: Land) -> None:
 
 
 async def test_retry_resets_counts_makes_due_and_keeps_the_error(land: Land) -> None:
-    land.worker.shutdown()  # nobody picks the retried rows up: inspect them as retry left them
-    await eventually(lambda: land.worker.in_flight == 1)
+    await land.stop_worker()  # nobody picks the retried rows up: inspect them as retry left them
     admin = Admin(land.url, schema=land.schema)
     touched = await admin.retry_all(queue="ops.emails")
     assert [(t.kind, t.queue, t.count) for t in touched] == [("job", "ops.emails", 2)]
