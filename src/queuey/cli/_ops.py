@@ -229,7 +229,7 @@ def _report(
     queue: str | None,
 ) -> None:
     """Confirm each queue acted on, or say why nothing was and exit 1."""
-    from queuey._ops_view import confirmations
+    from queuey.cli._ops_view import confirmations
 
     if touched:
         for line in confirmations(done, touched):
