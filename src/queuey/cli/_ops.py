@@ -95,7 +95,7 @@ def status_command(database_url: str | None, schema: str, as_json: bool) -> None
                    "oldest_pending_secs": float | null}]}
     ordered by kind, then queue; oldest_pending_secs is null when nothing is due.
     """
-    from queuey import _ops_view as view
+    from queuey.cli import _ops_view as view
 
     admin = _admin(database_url, schema)
     rows = _operate(admin.status())
@@ -133,7 +133,7 @@ def failed_list(
                    "processed_at": ISO 8601 str | null, "error": str}]}
     where error is the first line of the last error ("" when none).
     """
-    from queuey import _ops_view as view
+    from queuey.cli import _ops_view as view
 
     admin = _admin(database_url, schema)
     rows = _operate(admin.failed(queue, limit=limit))
@@ -162,7 +162,7 @@ def failed_show(row_id: uuid.UUID, database_url: str | None, schema: str, as_jso
     redeliveries, deferrals, payload, headers, published_by, error (full text or null),
     created_at, available_at, processed_at (ISO 8601 or null).
     """
-    from queuey import _ops_view as view
+    from queuey.cli import _ops_view as view
 
     admin = _admin(database_url, schema)
     row = _operate(admin.show(row_id))
