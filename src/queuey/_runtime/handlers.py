@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from queuey._runtime.invoke import is_coroutine_callable
 from queuey.jobs import Job, JobContext
 
 __all__ = ["HandlerEntry", "make_entry", "takes_context"]
@@ -70,7 +71,7 @@ def make_entry(job_type: type[Job[Any]], target: object) -> HandlerEntry:
     """
     call = _callable_of(target)
     _check_annotation(call, job_type)
-    is_async = inspect.iscoroutinefunction(call)
+    is_async = is_coroutine_callable(call)
     if not takes_context(call):
         single = call
         call = lambda job, ctx: single(job)  # noqa: E731

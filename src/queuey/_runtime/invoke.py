@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from datetime import timedelta
 from typing import Any
 
-__all__ = ["HandlerTimeoutError", "invoke"]
+__all__ = ["HandlerTimeoutError", "invoke", "is_coroutine_callable"]
 
 
 class HandlerTimeoutError(TimeoutError):
@@ -53,9 +55,35 @@ async def invoke(
                     raise HandlerTimeoutError(f"job timed out after {limit:g}s") from None
                 raise
     loop = asyncio.get_running_loop()
+    began = time.monotonic()
     future = loop.run_in_executor(executor, functools.partial(call, *args))
     done, _ = await asyncio.wait([future], timeout=limit)
     if not done:
         future.cancel()  # the thread cannot be stopped: it is abandoned and runs on
         raise HandlerTimeoutError(f"job timed out after {limit:g}s")
-    return future.result()
+    result = future.result()
+    if inspect.isawaitable(result):  # a plain callable that returned a coroutine: run it too
+        left = None if limit is None else max(limit - (time.monotonic() - began), 0.0)
+        return await invoke(
+            _awaiting(result),
+            (),
+            is_async=True,
+            executor=executor,
+            timeout=None if left is None else timedelta(seconds=left),
+        )
+    return result
+
+
+def _awaiting(awaitable: Any) -> Callable[[], Any]:
+    async def wait() -> Any:
+        return await awaitable
+
+    return wait
+
+
+def is_coroutine_callable(call: object) -> bool:
+    """True for an ``async def`` function, a partial of one, or an object whose ``__call__``
+    is ``async def``."""
+    return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(
+        getattr(call, "__call__", None)  # noqa: B004
+    )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from queuey._runtime.handlers import takes_context
+from queuey._runtime.invoke import is_coroutine_callable
 from queuey.errors import ConfigError
 
 __all__ = ["Function", "MessageContext", "import_function", "make_function"]
@@ -79,10 +80,7 @@ def make_function(name: str, target: object) -> Function:
         return Function(name.strip(), target, False, False)
     if not _takes_payload(signature):
         raise TypeError(f"function `{name}` must take the payload (and optionally a context)")
-    is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
-        getattr(target, "__call__", None)  # noqa: B004 - an object with an async __call__
-    )
-    return Function(name.strip(), target, is_async, takes_context(target))
+    return Function(name.strip(), target, is_coroutine_callable(target), takes_context(target))
 
 
 def _takes_payload(signature: inspect.Signature) -> bool:
