@@ -26,7 +26,7 @@ from yarl import URL
 
 from queuey.backends.rabbitmq._errors import describe, redact, translated
 from queuey.backends.rabbitmq._options import RabbitMqOptions
-from queuey.errors import BackendError, ShutDownError
+from queuey.errors import BackendError, QueueyError, ShutDownError
 
 __all__ = ["Link", "Restore"]
 
@@ -53,6 +53,7 @@ class Link:
         self._ready = asyncio.Event()
         self._closed = False
         self._watcher: asyncio.Task[None] | None = None
+        self._lost = asyncio.Event()
         self._publisher: AbstractChannel | None = None
         self._declarer: AbstractChannel | None = None
         self._channel_lock = asyncio.Lock()
@@ -98,17 +99,20 @@ class Link:
             ShutDownError: the link is closed.
             BackendError: still not connected after ``timeout``.
         """
-        if not self._ready.is_set():
-            try:
-                async with asyncio.timeout(timeout):
+        try:
+            async with asyncio.timeout(timeout):
+                while not self._closed:
+                    connection = self._connection
+                    if connection is not None and _alive(connection):
+                        return connection
+                    # lost, and the watcher has not noticed yet: it reconnects and sets ready
+                    self._ready.clear()
                     await self._ready.wait()
-            except TimeoutError:
-                raise BackendError(
-                    f"not connected to {self.safe_url} (reconnecting for over {timeout:g}s)"
-                ) from None
-        if self._closed or self._connection is None:
-            raise ShutDownError("the RabbitMQ backend is closed")
-        return self._connection
+        except TimeoutError:
+            raise BackendError(
+                f"not connected to {self.safe_url} (reconnecting for over {timeout:g}s)"
+            ) from None
+        raise ShutDownError("the RabbitMQ backend is closed")
 
     async def channel(self, timeout: float | None = None) -> AbstractChannel:
         """A new plain channel (no confirms) on the live connection.
@@ -177,6 +181,10 @@ class Link:
             )
 
     def _install(self, connection: AbstractConnection) -> None:
+        lost = self._lost = asyncio.Event()
+        # aio-pika resolves ``closed()`` only for a local close; a remote one (broker restart,
+        # forced close, missed heartbeats) shows in the close callbacks.
+        connection.close_callbacks.add(lambda _sender, _exc: lost.set())
         self._connection = connection
         self._publisher = self._declarer = None
         self.generation += 1
@@ -184,9 +192,7 @@ class Link:
 
     async def _watch(self) -> None:
         while not self._closed:
-            connection = self._connection
-            if connection is not None:
-                await connection.closed()
+            await self._lost.wait()
             if self._closed:
                 return
             self._ready.clear()
@@ -201,17 +207,12 @@ class Link:
                 connection = await self._connect()
                 await self._restore(connection)
             except Exception as exc:  # keep trying whatever went wrong; log it
-                log.warning(
-                    "reconnecting to %s failed (%s); next attempt in %.1fs",
-                    self.safe_url,
-                    describe(exc),
-                    wait,
-                )
+                log.warning("could not reconnect (%s); next attempt in %.1fs", describe(exc), wait)
                 await asyncio.sleep(wait)
                 wait = min(ceiling, wait * 2)
                 continue
             self._install(connection)
-            log.warning("reconnected to %s", self.safe_url)
+            log.info("reconnected to %s", self.safe_url)
             return
 
     async def _restore(self, connection: AbstractConnection) -> None:
@@ -219,10 +220,24 @@ class Link:
             return
         try:
             await self.restore(connection)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await connection.close()
+        except QueueyError as exc:
+            if _alive(connection):  # the broker refused a declaration: say so, carry on
+                log.error("re-declaring queues after reconnecting failed: %s", exc)
+                return
+            await _close_quietly(connection)
             raise
+        except BaseException:
+            await _close_quietly(connection)
+            raise
+
+
+async def _close_quietly(connection: AbstractConnection) -> None:
+    with contextlib.suppress(Exception):
+        await connection.close()
+
+
+def _alive(connection: AbstractConnection) -> bool:
+    return not connection.is_closed and connection.connected.is_set()
 
 
 def _password(url: str) -> str | None:
