@@ -13,7 +13,7 @@ import pytest
 from queuey.backends.base import Backend
 from queuey.backends.memory import MemoryBackend
 
-BACKENDS = ["memory", "postgres", "rabbitmq"]
+BACKENDS = ["memory", "postgres", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)]
 
 
 @pytest.fixture(params=BACKENDS)

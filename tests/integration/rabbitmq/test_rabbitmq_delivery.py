@@ -260,3 +260,22 @@ async def test_a_consumer_cancelled_by_the_broker_is_re_established(
         worker.shutdown()
         await task
     assert worker.settle_failures == 0
+
+
+async def test_a_hold_too_long_for_rabbitmq_dead_letters_the_job(rabbitmq: RabbitMqBackend) -> None:
+    config = QueueConfig(f"it{uuid.uuid4().hex[:8]}.q")
+    await rabbitmq.declare([config])
+    await rabbitmq.publish([Envelope.new("t", config.name, {})])
+    consumer = rabbitmq.consumer(config)
+    async with asyncio.timeout(5):
+        delivery = await consumer.next()
+    assert delivery is not None
+    with pytest.raises(BackendError, match="dead-lettered instead"):
+        await delivery.defer(delivery.envelope.deferred(10), timedelta(days=30))
+    ((envelope, reason),) = await rabbitmq.list_dead(config.name)
+    assert envelope.deferrals == 0
+    assert reason.startswith(
+        "cannot be scheduled: a delay of 30 days, 0:00:00 is longer than RabbitMQ"
+    )
+    await consumer.stop()
+    assert await consumer.next() is None

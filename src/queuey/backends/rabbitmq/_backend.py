@@ -14,15 +14,15 @@ from types import TracebackType
 from typing import Self
 
 from aio_pika.abc import AbstractConnection, AbstractMessage
-from aio_pika.exceptions import ChannelNotFoundEntity
 
 from queuey.backends.rabbitmq import _topology as topology
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._consumer import RabbitMqConsumer
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
 from queuey.backends.rabbitmq._errors import translated
+from queuey.backends.rabbitmq._inspection import count_ready, purge_queue, read_dead
 from queuey.backends.rabbitmq._options import RabbitMqOptions
-from queuey.backends.rabbitmq._wire import dead_letter_of, envelope_message
+from queuey.backends.rabbitmq._wire import envelope_message
 from queuey.envelope import Envelope, Kind
 from queuey.errors import BackendError, ShutDownError, UnknownQueueError
 from queuey.queues import QueueConfig
@@ -30,7 +30,6 @@ from queuey.queues import QueueConfig
 __all__ = ["Hold", "RabbitMqBackend"]
 
 log = logging.getLogger("queuey.rabbitmq")
-_GET_TIMEOUT = 10.0  # seconds for one basic.get while listing dead letters
 
 
 @dataclass(frozen=True)
@@ -288,17 +287,9 @@ class RabbitMqBackend:
         self._check_open()
         channel = await self._link.channel(self._timeout)
         try:
-            with translated(f"counting messages in {queue!r}"):
-                declared = await channel.declare_queue(
-                    topology.broker_name(queue, kind), passive=True
-                )
-        except BackendError as exc:
-            if isinstance(exc.__cause__, ChannelNotFoundEntity):
-                return 0
-            raise
+            return await count_ready(channel, topology.broker_name(queue, kind))
         finally:
             await close_quietly(channel)
-        return int(declared.declaration_result.message_count or 0)
 
     async def list_dead(
         self, queue: str, kind: Kind = "job", limit: int = 100
@@ -317,22 +308,10 @@ class RabbitMqBackend:
         self._check_open()
         dead = topology.dead_name(topology.broker_name(queue, kind))
         channel = await self._link.channel(self._timeout)
-        letters: list[tuple[Envelope, str]] = []
         try:
-            with translated(f"reading {dead!r}"):
-                source = await channel.get_queue(dead, ensure=False)
-                while len(letters) < limit:
-                    message = await source.get(no_ack=False, fail=False, timeout=_GET_TIMEOUT)
-                    if message is None:
-                        break
-                    headers = dict(message.headers or {})
-                    letters.append(dead_letter_of(message.body, headers, message.message_id, queue))
-        except BackendError as exc:
-            if not isinstance(exc.__cause__, ChannelNotFoundEntity):
-                raise
+            return await read_dead(channel, dead, queue, limit)
         finally:
-            await close_quietly(channel)  # requeues everything we fetched, in place
-        return letters
+            await close_quietly(channel)  # requeues everything fetched, in place
 
     async def purge(self, queue_names: Sequence[str], kind: Kind = "job") -> int:
         """Empty the queues named, their dead-letter queues and the hold queues this backend
@@ -350,22 +329,12 @@ class RabbitMqBackend:
             base = topology.broker_name(name, kind)
             holds = sorted(h for h in self._holds if h.startswith(base + topology.HOLD_INFIX))
             for target in (base, topology.dead_name(base), *holds):
-                removed += await self._purge_one(target)
+                channel = await self._link.channel(self._timeout)
+                try:
+                    removed += await purge_queue(channel, target)
+                finally:
+                    await close_quietly(channel)
         return removed
-
-    async def _purge_one(self, name: str) -> int:
-        channel = await self._link.channel(self._timeout)
-        try:
-            with translated(f"purging {name!r}"):
-                queue = await channel.get_queue(name, ensure=True)
-                result = await queue.purge()
-            return int(result.message_count or 0)
-        except BackendError as exc:
-            if isinstance(exc.__cause__, ChannelNotFoundEntity):
-                return 0
-            raise
-        finally:
-            await close_quietly(channel)
 
     def declared_queue_names(self) -> list[str]:
         """Every broker queue this backend declared (main, ``.dead`` and hold queues), sorted."""

@@ -126,7 +126,7 @@ def hold_ttl_ms(delay: timedelta, granularity: timedelta) -> int:
     ttl = steps * step
     if ttl > MAX_HOLD_MS:
         raise ConfigError(
-            f"a delay of {delay.total_seconds():g}s is longer than RabbitMQ can hold a message "
+            f"a delay of {delay} is longer than RabbitMQ can hold a message "
             f"({MAX_HOLD_MS} ms, about 24.8 days)"
         )
     return ttl
