@@ -84,6 +84,6 @@ async def test_broker_restart_under_a_running_worker_loses_nothing(
         await running
     assert seen.count(0) >= 2  # the job in flight at the drop ran again
     assert worker.settle_failures >= 1
-    assert backend.link.generation >= 2
+    assert backend.reconnections >= 1
     assert await backend.count_pending(Queues.work.name) == 0
     assert loop_errors == []

@@ -155,7 +155,7 @@ class RabbitMqBackend:
         finally:
             await close_quietly(channel)
 
-    async def declare_hold(self, hold: Hold) -> None:
+    async def _declare_hold(self, hold: Hold) -> None:
         """Declare (again) the hold queue ``hold``; re-declaring renews its ``x-expires``."""
         channel = await self._link.declarer()
         with translated(f"declaring hold queue {hold.name!r}"):
@@ -168,7 +168,7 @@ class RabbitMqBackend:
 
     # -- publishing ---------------------------------------------------------------------------
 
-    def route(
+    def _route(
         self, envelope: Envelope, delay: timedelta | None, config: QueueConfig | None = None
     ) -> tuple[str, Hold | None]:
         """Where ``envelope`` goes: its queue now, or the hold queue for ``delay``.
@@ -192,7 +192,7 @@ class RabbitMqBackend:
         name = topology.hold_name(base, ttl)
         return name, Hold(name, base, ttl, config.durable)
 
-    async def send(self, routing_key: str, message: AbstractMessage, hold: Hold | None) -> None:
+    async def _send(self, routing_key: str, message: AbstractMessage, hold: Hold | None) -> None:
         """Declare ``hold`` if given, then publish ``message`` to ``routing_key`` and await
         the broker's confirm.
 
@@ -202,7 +202,7 @@ class RabbitMqBackend:
         """
         self._check_open()
         if hold is not None:
-            await self.declare_hold(hold)
+            await self._declare_hold(hold)
         await self._link.publish(routing_key, message)
 
     async def publish(
@@ -228,13 +228,13 @@ class RabbitMqBackend:
         if connection is not None:
             raise BackendError("RabbitMqBackend does not take a database connection")
         plan = [
-            (envelope, *self.route(envelope, delay))
+            (envelope, *self._route(envelope, delay))
             for envelope in envelopes
             if envelope.kind == "job" or envelope.job_type
         ]
         holds = {hold.name: hold for _, _, hold in plan if hold is not None}
         for hold in holds.values():
-            await self.declare_hold(hold)
+            await self._declare_hold(hold)
         for envelope, routing_key, _ in plan:
             await self._link.publish(routing_key, envelope_message(envelope))
 
@@ -265,14 +265,14 @@ class RabbitMqBackend:
         self._consumers.add(consumer)
         return consumer
 
-    def forget(self, consumer: RabbitMqConsumer) -> None:
+    def _forget(self, consumer: RabbitMqConsumer) -> None:
         """Drop ``consumer`` from those ``close`` must stop (it finished on its own)."""
         self._consumers.discard(consumer)
 
     @property
-    def link(self) -> Link:
-        """The connection (for consumers)."""
-        return self._link
+    def reconnections(self) -> int:
+        """How many times the connection was lost and re-established (0 until then)."""
+        return self._link.generation - 1 if self._opened else 0
 
     # -- inspection ---------------------------------------------------------------------------
 

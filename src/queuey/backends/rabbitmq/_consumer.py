@@ -145,7 +145,7 @@ class RabbitMqConsumer:
         if self._stopping and self._unsettled == 0 and self._buffer.qsize() <= 1:
             channel, self._channel = self._channel, None
             await close_quietly(channel)
-            self.backend.forget(self)
+            self.backend._forget(self)
 
     # -- receiving ----------------------------------------------------------------------------
 
@@ -175,7 +175,7 @@ class RabbitMqConsumer:
         dead = topology.dead_name(self.base)
         log.error("malformed message on %s moved to %s", self.base, dead)
         try:
-            await self.backend.send(dead, malformed_message(message.body, self.config.name), None)
+            await self.backend._send(dead, malformed_message(message.body, self.config.name), None)
             with translated(f"acknowledging a malformed message on {self.base!r}"):
                 await message.ack()
         except Exception as exc:
@@ -218,7 +218,7 @@ class RabbitMqConsumer:
                 wait = min(options.reconnect_max.total_seconds(), wait * 2)
 
     async def _run_channel(self) -> None:
-        channel = self._channel = await self.backend.link.channel()
+        channel = self._channel = await self.backend._link.channel()
         with translated(f"consuming {self.base!r}"):
             await channel.set_qos(prefetch_count=self.config.prefetch)
             underlay = await channel.get_underlay_channel()
@@ -311,7 +311,9 @@ class RabbitMqDelivery:
 
     async def _replace(self, envelope: Envelope, delay: timedelta, headers: dict[str, Any]) -> None:
         try:
-            routing_key, hold = self._consumer.backend.route(envelope, delay, self._consumer.config)
+            routing_key, hold = self._consumer.backend._route(
+                envelope, delay, self._consumer.config
+            )
         except ConfigError as exc:
             await self.dead_letter(f"cannot be scheduled: {exc}")
             raise BackendError(f"{exc}; the job was dead-lettered instead") from exc
@@ -338,7 +340,7 @@ class RabbitMqDelivery:
 
     async def _publish(self, routing_key: str, message: AbstractMessage, hold: Hold | None) -> None:
         try:
-            await self._consumer.backend.send(routing_key, message, hold)
+            await self._consumer.backend._send(routing_key, message, hold)
         except BaseException:
             with contextlib.suppress(Exception):
                 await self._message.nack(requeue=True)  # deliver it again rather than strand it
