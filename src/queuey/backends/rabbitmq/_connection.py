@@ -19,12 +19,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractMessage
-from yarl import URL
 
-from queuey.backends.rabbitmq._errors import describe, redact, translated
+from queuey.backends.rabbitmq._errors import describe, password_of, redact, translated
 from queuey.backends.rabbitmq._options import RabbitMqOptions
 from queuey.errors import BackendError, QueueyError, ShutDownError
 
@@ -47,7 +47,7 @@ class Link:
     def __init__(self, url: str, options: RabbitMqOptions) -> None:
         self.url = url
         self.safe_url = redact(url)
-        self._password = _password(url)
+        self._password = password_of(url)
         self._options = options
         self._connection: AbstractConnection | None = None
         self._ready = asyncio.Event()
@@ -170,9 +170,7 @@ class Link:
             return self._publisher
 
     async def _connect(self) -> AbstractConnection:
-        url = URL(self.url)
-        if "heartbeat" not in url.query:
-            url = url.update_query(heartbeat=int(self._options.heartbeat.total_seconds()))
+        url = _with_heartbeat(self.url, int(self._options.heartbeat.total_seconds()))
         with translated(f"connecting to {self.safe_url}", self._password):
             return await aio_pika.connect(
                 url,
@@ -240,8 +238,10 @@ def _alive(connection: AbstractConnection) -> bool:
     return not connection.is_closed and connection.connected.is_set()
 
 
-def _password(url: str) -> str | None:
-    try:
-        return URL(url).password
-    except (TypeError, ValueError):
-        return None
+def _with_heartbeat(url: str, seconds: int) -> str:
+    """``url`` asking for a ``seconds`` heartbeat, unless it already names one."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(key == "heartbeat" for key, _ in query):
+        return url
+    return urlunsplit(parts._replace(query=urlencode([*query, ("heartbeat", str(seconds))])))

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["RabbitMqConsumer", "RabbitMqDelivery"]
 
 log = logging.getLogger("queuey.rabbitmq")
+_CANCEL_TIMEOUT = 5.0  # seconds to wait for the broker to confirm a basic.cancel
 
 
 def _alive(message: AbstractIncomingMessage) -> bool:
@@ -249,7 +250,7 @@ class RabbitMqConsumer:
         if consuming is not None:
             queue, tag = consuming
             with contextlib.suppress(Exception):
-                await queue.cancel(tag)
+                await queue.cancel(tag, timeout=_CANCEL_TIMEOUT)
 
 
 def _consumer_tag(base: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from aio_pika.exceptions import (
     AMQPError,
@@ -17,11 +18,10 @@ from aio_pika.exceptions import (
     DeliveryError,
     PublishError,
 )
-from yarl import URL
 
 from queuey.errors import BackendError, QueueyError
 
-__all__ = ["describe", "precondition_message", "redact", "translated"]
+__all__ = ["describe", "password_of", "precondition_message", "redact", "translated"]
 
 _INEQUIVALENT = re.compile(r"inequivalent arg '([^']+)' for queue '([^']+)'")
 
@@ -29,10 +29,23 @@ _INEQUIVALENT = re.compile(r"inequivalent arg '([^']+)' for queue '([^']+)'")
 def redact(url: str) -> str:
     """``url`` with its password replaced by ``***`` (for messages and logs)."""
     try:
-        parsed = URL(url)
-    except (TypeError, ValueError):
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+    except ValueError:
         return "<unparseable AMQP URL>"
-    return str(parsed.with_password("***")) if parsed.password else str(parsed)
+    userinfo, _, hostinfo = parts.netloc.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{hostinfo}"))
+
+
+def password_of(url: str) -> str | None:
+    """The password in ``url`` as the driver sees it (percent-decoded), if any."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return None if password is None else unquote(password)
 
 
 def describe(exc: BaseException) -> str:
