@@ -73,31 +73,4 @@ def amqp_url() -> str:
     return AMQP_URL
 
 
-async def delete_rabbitmq_queues(url: str, names: list[str]) -> None:
-    """Delete broker queues left by a test (messages included); missing ones are skipped."""
-    import aio_pika
-
-    connection = await aio_pika.connect(url)
-    try:
-        for name in names:
-            channel = await connection.channel()
-            await channel.queue_delete(name)
-            await channel.close()
-    finally:
-        await connection.close()
-
-
-@pytest.fixture
-async def rabbitmq(amqp_url: str) -> AsyncIterator[Any]:
-    """A connected ``RabbitMqBackend``; every queue it declared is deleted afterwards."""
-    from queuey.backends.rabbitmq import RabbitMqBackend
-
-    backend = await RabbitMqBackend.connect(amqp_url)
-    try:
-        yield backend
-    finally:
-        await backend.close()
-        await delete_rabbitmq_queues(amqp_url, backend.declared_queue_names())
-
-
 BackendFactory = Callable[..., Any]

@@ -90,3 +90,9 @@ async def connect(amqp_url: str) -> AsyncIterator[Connect]:
                 await channel.queue_delete(name)
     finally:
         await connection.close()
+
+
+@pytest.fixture
+async def rabbitmq(connect: Connect) -> Any:
+    """A connected ``RabbitMqBackend`` with default options (cleaned up like ``connect``)."""
+    return await connect()
