@@ -74,9 +74,11 @@ async def pg_schema(database_url: str) -> AsyncIterator[str]:
 def amqp_url() -> str:
     """The test broker URL; skips (or fails under CI) when RabbitMQ is down."""
     import socket
+    from urllib.parse import urlsplit
 
+    parts = urlsplit(AMQP_URL)
     try:
-        with socket.create_connection(("127.0.0.1", 5672), timeout=5):
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 5672), 5):
             pass
     except OSError as exc:
         unavailable("RabbitMQ", exc)
