@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -46,27 +47,38 @@ def database_url() -> str:
     return DATABASE_URL
 
 
-@pytest.fixture
-async def pg_schema(database_url: str) -> AsyncIterator[str]:
-    """A fresh, migrated schema for one test, dropped afterwards."""
+@asynccontextmanager
+async def fresh_schema(database_url: str) -> AsyncIterator[str]:
+    """A fresh, migrated schema, dropped on exit."""
     import psycopg
 
     from queuey.backends.postgres import migrate
 
     schema = unique("t")
     await migrate(database_url, schema=schema)
-    yield schema
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    try:
+        yield schema
+    finally:
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+async def pg_schema(database_url: str) -> AsyncIterator[str]:
+    """A fresh, migrated schema for one test, dropped afterwards."""
+    async with fresh_schema(database_url) as schema:
+        yield schema
 
 
 @pytest.fixture(scope="session")
 def amqp_url() -> str:
     """The test broker URL; skips (or fails under CI) when RabbitMQ is down."""
     import socket
+    from urllib.parse import urlsplit
 
+    parts = urlsplit(AMQP_URL)
     try:
-        with socket.create_connection(("127.0.0.1", 5672), timeout=5):
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 5672), 5):
             pass
     except OSError as exc:
         unavailable("RabbitMQ", exc)

@@ -114,9 +114,9 @@ class RetryPolicy:
             seconds = self.base.total_seconds() * self.factor**exponent
         except OverflowError:
             return self.max
-        if not math.isfinite(seconds):
+        if not math.isfinite(seconds) or seconds >= self.max.total_seconds():
             return self.max
-        return min(self.max, timedelta(seconds=seconds))
+        return timedelta(seconds=seconds)
 
     def delay_for(self, attempt: int, rng: random.Random | None = None) -> timedelta:
         """The wait after failed ``attempt``, with full jitter applied when enabled."""

@@ -10,18 +10,19 @@ WARNING/INFO, a dead letter at ERROR.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter
 from queuey._runtime.execute import execute
 from queuey._runtime.handlers import HandlerEntry, make_entry
-from queuey.backends.base import Backend, Consumer, Delivery
+from queuey._runtime.loop import ConsumeLoop
+from queuey._runtime.settle import release, settle
+from queuey.backends.base import Backend, Delivery
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError, DuplicateHandlerError
@@ -66,6 +67,11 @@ class Worker(Generic[Q]):
         shutdown_grace: how long shutdown waits for running jobs before cancelling them
             (default: no limit). A cancelled job is redelivered later (at-least-once).
         close_backend_on_shutdown: close ``backend`` when ``run`` returns (default false).
+        paused: start paused: nothing is pulled until ``resume`` (publishing is unaffected).
+
+    Attributes:
+        stats: per queue name, the outcomes this worker observed (``QueueStats``).
+        dead_letters: the last 100 ``(envelope, reason)`` pairs this worker dead-lettered.
 
     Raises:
         ConfigError: a queue of another set, a non-positive concurrency or a zero duration.
@@ -81,6 +87,7 @@ class Worker(Generic[Q]):
         job_timeout: Duration | None = None,
         shutdown_grace: Duration | None = None,
         close_backend_on_shutdown: bool = False,
+        paused: bool = False,
     ) -> None:
         self.queue_set = queue_set
         self.backend = backend
@@ -100,9 +107,15 @@ class Worker(Generic[Q]):
         self.dead_letters: deque[tuple[Envelope, str]] = deque(maxlen=100)
         self._handlers: dict[str, HandlerEntry] = {}
         self._settle_failures = 0
-        self._stop = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
         self._running = False
+        self._loop = ConsumeLoop(
+            backend,
+            [queue.config for queue in self.queues],
+            self._process,
+            concurrency=self.concurrency,
+            shutdown_grace=self.shutdown_grace,
+            paused=paused,
+        )
 
     @property
     def settle_failures(self) -> int:
@@ -112,7 +125,12 @@ class Worker(Generic[Q]):
     @property
     def in_flight(self) -> int:
         """Deliveries being handled now."""
-        return len(self._tasks)
+        return self._loop.in_flight
+
+    @property
+    def paused(self) -> bool:
+        """Whether pulling is paused (see ``pause``)."""
+        return self._loop.paused
 
     def handler(self, job_type: type[Job[Q]]) -> Callable[[H], H]:
         """Decorator registering a function or class as the handler of ``job_type``.
@@ -147,9 +165,23 @@ class Worker(Generic[Q]):
             raise DuplicateHandlerError(name)
         self._handlers[name] = make_entry(job_type, target)
 
-    def shutdown(self) -> None:
-        """Ask ``run`` to stop gracefully. Idempotent; may be called before ``run``."""
-        self._stop.set()
+    def shutdown(self, *, force: bool = False) -> None:
+        """Ask ``run`` to stop: stop pulling, finish what was pulled and what runs, return.
+
+        Idempotent; may be called before ``run``. With ``force=True`` (a second SIGINT/SIGTERM
+        under ``queuey worker``) running jobs are cancelled at once and handed back to the
+        backend, to be delivered again (at-least-once).
+        """
+        self._loop.shutdown(force=force)
+
+    def pause(self) -> None:
+        """Stop pulling new jobs; those already pulled still run. Publishing is unaffected, so
+        jobs wait until ``resume``. Idempotent; may be called before ``run``."""
+        self._loop.pause()
+
+    def resume(self) -> None:
+        """Pull again after ``pause``. Idempotent."""
+        self._loop.resume()
 
     async def run(self) -> None:
         """Declare the queues, consume until ``shutdown``, then shut down gracefully.
@@ -162,91 +194,22 @@ class Worker(Generic[Q]):
         if self._running:
             raise RuntimeError("this worker is already running")
         self._running = True
-        configs = [queue.config for queue in self.queues]
-        executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="queuey-handler")
         try:
-            await self.backend.declare(configs)
-            await self._consume(configs, executor)
+            await self.backend.declare([queue.config for queue in self.queues])
+            await self._loop.run()
         finally:
-            executor.shutdown(wait=False, cancel_futures=True)
             self._running = False
             if self.close_backend_on_shutdown:
                 await self.backend.close()
 
-    async def _consume(self, configs: list[QueueConfig], executor: ThreadPoolExecutor) -> None:
-        # Seed 001's shape: one fetcher per queue forwards into one dispatch channel; the
-        # dispatcher takes a concurrency slot *before* receiving, so an idle queue never holds
-        # a slot that a busy one needs.
-        channel: asyncio.Queue[tuple[Delivery, QueueConfig] | None] = asyncio.Queue(maxsize=1)
-        consumers = [(self.backend.consumer(config), config) for config in configs]
-        fetchers = [
-            asyncio.create_task(self._fetch(consumer, config, channel))
-            for consumer, config in consumers
-        ]
-        dispatcher = asyncio.create_task(self._dispatch(channel, executor))
-        stopper = asyncio.create_task(self._stop.wait())
-        try:
-            await asyncio.wait([*fetchers, stopper], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopper.cancel()
-            for consumer, _ in consumers:
-                await consumer.stop()
-            results = await asyncio.gather(*fetchers, return_exceptions=True)
-            await channel.put(None)
-            await dispatcher
-            await self._await_in_flight()
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-
-    async def _fetch(
-        self,
-        consumer: Consumer,
-        config: QueueConfig,
-        channel: asyncio.Queue[tuple[Delivery, QueueConfig] | None],
-    ) -> None:
-        while (delivery := await consumer.next()) is not None:
-            await channel.put((delivery, config))
-
-    async def _dispatch(
-        self,
-        channel: asyncio.Queue[tuple[Delivery, QueueConfig] | None],
-        executor: ThreadPoolExecutor,
-    ) -> None:
-        slots = asyncio.Semaphore(self.concurrency)
-        while True:
-            await slots.acquire()
-            item = await channel.get()
-            if item is None:
-                return
-            delivery, config = item
-            task = asyncio.create_task(self._process(delivery, config, executor))
-            self._tasks.add(task)
-            task.add_done_callback(functools.partial(self._done, slots))
-
-    def _done(self, slots: asyncio.Semaphore, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        slots.release()
-        if not task.cancelled() and task.exception() is not None:
-            log.error("job processing crashed", exc_info=task.exception())
-
-    async def _await_in_flight(self) -> None:
-        if not self._tasks:
-            return
-        grace = None if self.shutdown_grace is None else self.shutdown_grace.total_seconds()
-        _, late = await asyncio.wait(set(self._tasks), timeout=grace)
-        for task in late:
-            task.cancel()
-        if late:
-            log.warning("shutdown grace passed; %d job(s) cancelled, to be redelivered", len(late))
-            await asyncio.wait(late)
-
-    async def _process(
-        self, delivery: Delivery, config: QueueConfig, executor: ThreadPoolExecutor
-    ) -> None:
+    async def _process(self, delivery: Delivery, config: QueueConfig, executor: Executor) -> None:
         envelope = delivery.envelope
         entry = self._handlers.get(envelope.job_type)
-        outcome, _ = await execute(envelope, entry, config, self.job_timeout, executor)
+        try:
+            outcome, _ = await execute(envelope, entry, config, self.job_timeout, executor)
+        except asyncio.CancelledError:
+            await release(delivery)
+            raise
         fields = {
             "job_id": envelope.job_id,
             "job_type": envelope.job_type,
@@ -254,7 +217,7 @@ class Worker(Generic[Q]):
             "attempt": envelope.attempt,
         }
         try:
-            await _settle(delivery, outcome)
+            await settle(delivery, outcome)
         except Exception as exc:
             self._settle_failures += 1
             log.error("could not record the outcome: %s", exc, extra=fields)
@@ -274,17 +237,6 @@ class Worker(Generic[Q]):
             stats.deferred += 1
         else:
             stats.dead += 1
-
-
-async def _settle(delivery: Delivery, outcome: Outcome) -> None:
-    if isinstance(outcome, Ack):
-        await delivery.ack()
-    elif isinstance(outcome, RetryAfter):
-        await delivery.retry(outcome.envelope, outcome.delay, outcome.error)
-    elif isinstance(outcome, DeferFor):
-        await delivery.defer(outcome.envelope, outcome.delay)
-    else:
-        await delivery.dead_letter(outcome.reason)
 
 
 def _log_outcome(outcome: Outcome, fields: dict[str, Any]) -> None:

@@ -12,8 +12,9 @@ import pytest
 
 from queuey.backends.base import Backend
 from queuey.backends.memory import MemoryBackend
+from tests.conftest import fresh_schema
 
-BACKENDS = ["memory", "postgres"]
+BACKENDS = ["memory", "postgres", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -29,11 +30,35 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         from queuey.backends.postgres import PostgresBackend
 
         database_url = request.getfixturevalue("database_url")
-        schema = request.getfixturevalue("pg_schema")
-        pg = await PostgresBackend.connect(
-            database_url, schema=schema, poll_interval="1s", lease="30s"
-        )
-        yield pg
-        await pg.close()
+        async with fresh_schema(database_url) as schema:
+            pg = await PostgresBackend.connect(
+                database_url, schema=schema, poll_interval="1s", lease="30s"
+            )
+            yield pg
+            await pg.close()
+        return
+    if kind == "rabbitmq":
+        from queuey.backends.rabbitmq import RabbitMqBackend
+
+        amqp_url = request.getfixturevalue("amqp_url")
+        rabbit = await RabbitMqBackend.connect(amqp_url)
+        try:
+            yield rabbit
+        finally:
+            await rabbit.close()
+            await _delete_queues(amqp_url, rabbit.declared_queue_names())
         return
     raise AssertionError(kind)
+
+
+async def _delete_queues(url: str, names: list[str]) -> None:
+    """Delete the broker queues a RabbitMQ case declared (main, dead and hold queues)."""
+    import aio_pika
+
+    connection = await aio_pika.connect(url)
+    try:
+        channel = await connection.channel()
+        for name in names:
+            await channel.queue_delete(name)
+    finally:
+        await connection.close()

@@ -345,3 +345,116 @@ async def test_rolled_back_transactional_enqueue_leaves_nothing(backend: Backend
         await conn.commit()
     queue = kit.Plain.job_queue().name
     assert await backend.count_pending(queue) == 1
+
+
+async def test_payload_round_trips_exactly(backend: Backend) -> None:
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    worker = Worker(kit.queues, backend)
+    text = 'nul\x00 quote" backslash\\ emoji \U0001f600 ' + "é" * 1000
+    seen: list[str] = []
+
+    @worker.handler(kit.Plain)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        seen.append(job.fail)
+
+    await producer.enqueue(kit.Plain(fail=text))
+    await run_until(worker, lambda: finished(worker) == 1)
+    assert seen == [text]
+
+
+async def test_each_outcome_is_logged_with_structured_fields(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="queuey.worker")
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    worker = Worker(kit.queues, backend)
+
+    @worker.handler(kit.Retried)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        if ctx.attempt == 1:
+            raise Retry("once")
+        if job.fail_until:
+            raise Fatal("no")
+
+    ok_id = await producer.enqueue(kit.Retried())
+    await producer.enqueue(kit.Retried(fail_until=1))
+    await run_until(worker, lambda: finished(worker) == 2)
+    records = [r for r in caplog.records if r.name == "queuey.worker"]
+    levels = sorted((r.levelname, r.attempt) for r in records)  # type: ignore[attr-defined]
+    assert levels == [("ERROR", 2), ("INFO", 2), ("WARNING", 1), ("WARNING", 1)]
+    for record in records:
+        assert record.queue == kit.Retried.job_queue().name  # type: ignore[attr-defined]
+        assert record.job_type == kit.Retried.job_name()  # type: ignore[attr-defined]
+    assert ok_id in {r.job_id for r in records}  # type: ignore[attr-defined]
+
+
+async def test_forced_shutdown_hands_running_jobs_back(backend: Backend) -> None:
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    worker = Worker(kit.queues, backend, queues=[kit.queues.plain])  # type: ignore[attr-defined]
+    started: list[int] = []
+
+    @worker.handler(kit.Plain)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        started.append(job.n)
+        await asyncio.sleep(60)
+
+    await producer.enqueue_many([kit.Plain(n=i) for i in range(2)])
+    task = asyncio.create_task(worker.run())
+    async with asyncio.timeout(10):
+        while len(started) < 2:
+            await asyncio.sleep(0.01)
+    worker.shutdown()
+    await asyncio.sleep(0.1)
+    assert not task.done(), "a graceful shutdown waits for running jobs"
+    worker.shutdown(force=True)
+    await asyncio.wait_for(task, 10)
+    assert await backend.count_pending(kit.Plain.job_queue().name) == 2
+
+
+class _AsyncCallable:
+    def __init__(self, seen: list[str]) -> None:
+        self.seen = seen
+
+    async def __call__(self, job: Any, ctx: JobContext) -> None:
+        await asyncio.sleep(0)
+        self.seen.append("callable")
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+async def test_awaitables_from_any_handler_shape_are_awaited(backend: Backend) -> None:
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    worker = Worker(kit.queues, backend)
+    seen: list[str] = []
+
+    async def body(label: str) -> None:
+        seen.append(label)
+
+    worker.register(kit.Plain, _AsyncCallable(seen))
+    worker.register(kit.Retried, lambda job, ctx: body("lambda"))
+    await producer.enqueue(kit.Plain())
+    await producer.enqueue(kit.Retried())
+    await run_until(worker, lambda: finished(worker) == 2)
+    assert sorted(seen) == ["callable", "lambda"]
+
+
+async def test_an_exception_without_text_is_recorded_by_its_type(backend: Backend) -> None:
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    worker = Worker(kit.queues, backend)
+
+    @worker.handler(kit.Plain)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        raise _Unprintable()
+
+    await producer.enqueue(kit.Plain())
+    await run_until(worker, lambda: finished(worker) == 1)
+    ((_, reason),) = worker.dead_letters
+    assert reason == "max attempts (1) exhausted after attempt 1: _Unprintable"

@@ -58,6 +58,11 @@ class Delivery(Protocol):
         """Move this delivery to the dead letters with ``reason``."""
         ...
 
+    async def release(self) -> None:
+        """Hand this delivery back untouched, deliverable again at once, no attempt spent
+        (graceful shutdown cancelled its handler)."""
+        ...
+
 
 class Consumer(Protocol):
     """A stream of deliveries from one queue, at most ``prefetch`` unsettled at a time."""

@@ -45,15 +45,16 @@ class _State:
         self.timers: set[asyncio.TimerHandle] = set()
         self.in_flight = 0
         self.closed = False
+        self.activity = asyncio.Event()
 
 
 class MemoryBackend:
     """In-memory transport honouring delays through the event loop's clock.
 
-    Topics (``kind="topic"``) live beside typed queues of the same name without colliding; the
-    inspection helpers take ``kind`` for them. Inspection helpers (synchronous): ``pending(q)``, ``acked(q)``, ``deferred(q)``,
+    Inspection helpers (synchronous): ``pending(q)``, ``acked(q)``, ``deferred(q)``,
     ``delayed(q)``, ``dead_letters(q)``, ``queue_names()``, ``queue_config(q)``, ``is_idle()``,
-    ``is_closed()``.
+    ``is_closed()``. Topics (``kind="topic"``) live beside typed queues of the same name
+    without colliding; the helpers take ``kind`` for them.
     """
 
     supports_transactions = False
@@ -96,6 +97,7 @@ class MemoryBackend:
         )
         queue.pending.insert(index, _Pending(envelope, expires))
         queue.changed.set()
+        self._state.activity.set()
 
     def _later(self, delay: timedelta, envelope: Envelope, counter: str) -> None:
         queue = self._queue(envelope.queue, envelope.kind)
@@ -198,6 +200,12 @@ class MemoryBackend:
             not q.pending and not q.held and not q.delayed for q in self._state.queues.values()
         )
 
+    async def wait_idle(self) -> None:
+        """Return once ``is_idle()`` holds (wakes on every change, never polls)."""
+        while not self.is_idle():
+            self._state.activity.clear()
+            await self._state.activity.wait()
+
     def is_closed(self) -> bool:
         """Whether ``close`` was called."""
         return self._state.closed
@@ -243,6 +251,10 @@ class _MemoryDelivery:
         self._consumer._backend._check_open()
         self._settle().dead.append((self._envelope, reason))
 
+    async def release(self) -> None:
+        self._settle()
+        self._consumer._backend._insert(self._envelope)
+
 
 class _MemoryConsumer:
     def __init__(self, backend: MemoryBackend, queue: _QueueState, prefetch: int) -> None:
@@ -255,6 +267,7 @@ class _MemoryConsumer:
     def _release(self) -> None:
         self._slots += 1
         self._backend._state.in_flight -= 1
+        self._backend._state.activity.set()
         self._wake.set()
 
     def _take(self) -> Envelope | None:

@@ -1,0 +1,89 @@
+"""Named SQL statements loaded from ``sql/queries.sql`` and migrations from
+``sql/migrations/``, composed with the schema and table as quoted identifiers.
+
+Identifiers are validated (``[A-Za-z_][A-Za-z0-9_]*``, at most 63 bytes) and composed with
+``psycopg.sql.Identifier``; user input is never pasted into SQL text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from psycopg import sql
+
+from queuey.errors import ConfigError
+
+__all__ = ["Migration", "Statements", "check_identifier", "migrations"]
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_NAME_LINE = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_INDEXES = ("claim", "lease", "done", "expiry", "failed")
+
+
+def check_identifier(value: str, what: str) -> str:
+    """Return ``value`` if it is a usable SQL identifier.
+
+    Raises:
+        ConfigError: empty, too long (> 63 bytes), or other than ASCII letters, digits, ``_``.
+    """
+    if not isinstance(value, str) or not _IDENTIFIER.match(value):
+        raise ConfigError(
+            f"{what}: {value!r} is not a usable identifier (ASCII letters, digits and _, "
+            "not starting with a digit, at most 63 characters)"
+        )
+    return value
+
+
+@cache
+def _raw_queries() -> dict[str, str]:
+    text = resources.files(__package__).joinpath("sql/queries.sql").read_text()
+    parts = _NAME_LINE.split(text)
+    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One versioned schema change."""
+
+    version: int
+    name: str
+    text: str
+
+
+@cache
+def migrations() -> tuple[Migration, ...]:
+    """Every migration, in version order."""
+    folder = resources.files(__package__).joinpath("sql/migrations")
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            version = int(entry.name.split("_", 1)[0])
+            found.append(Migration(version, entry.name.removesuffix(".sql"), entry.read_text()))
+    return tuple(sorted(found, key=lambda m: m.version))
+
+
+class Statements:
+    """The statements of one (schema, table), composed once."""
+
+    def __init__(self, schema: str, table: str) -> None:
+        self.schema = check_identifier(schema, "schema")
+        self.table = check_identifier(table, "table")
+        self.names = {
+            "table": sql.Identifier(self.schema, self.table),
+            "migrations": sql.Identifier(self.schema, "queuey_migrations"),
+        }
+        for index in _INDEXES:
+            self.names[f"{index}_index"] = sql.Identifier(f"{self.table}_{index}"[:63])
+        self._queries = {
+            name: sql.SQL(body).format(**self.names) for name, body in _raw_queries().items()
+        }
+
+    def __getitem__(self, name: str) -> sql.Composed:
+        return self._queries[name]
+
+    def migration(self, migration: Migration) -> sql.Composed:
+        """A migration's text composed with this schema's names."""
+        return sql.SQL(migration.text).format(**self.names)

@@ -1,0 +1,220 @@
+-- Every statement the PostgreSQL backend runs, by name. {table} is the schema-qualified message
+-- table, composed with psycopg.sql.Identifier (never pasted from user input). Times use the
+-- database's clock (now()) only.
+
+-- name: publish
+-- Insert envelopes (one array per column, one round trip) and wake listeners once per queue.
+-- A topic row with an empty job_type records a publish nobody subscribes to: done at once.
+WITH inserted AS (
+    INSERT INTO {table} (id, kind, queue, job_type, status, priority, attempts, deferrals,
+                         payload, headers, published_by, enqueued_at_ms, available_at,
+                         expires_at, processed_at)
+    SELECT r.id, r.kind, r.queue, r.job_type,
+           CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN 'done' ELSE 'pending' END,
+           r.priority, r.attempt - 1, r.deferrals, r.payload::json, r.headers::json,
+           r.published_by, r.enqueued_at_ms,
+           now() + make_interval(secs => %(delay)s::float8),
+           now() + make_interval(secs => %(delay)s::float8 + r.ttl),
+           CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN now() END
+    FROM unnest(%(ids)s::uuid[], %(kinds)s::text[], %(queues)s::text[], %(job_types)s::text[],
+                %(priorities)s::int[], %(attempts)s::int[], %(deferrals)s::int[],
+                %(payloads)s::text[], %(headers)s::text[], %(published_by)s::text[],
+                %(enqueued_at_ms)s::bigint[], %(ttls)s::float8[])
+         AS r(id, kind, queue, job_type, priority, attempt, deferrals, payload, headers,
+              published_by, enqueued_at_ms, ttl)
+    RETURNING queue, status
+)
+SELECT pg_notify(%(channel)s, q.queue)
+FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'pending') AS q;
+
+-- name: claim
+-- Take up to %(limit)s due rows of one queue, skipping rows other workers hold. A row that
+-- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
+-- a clean batch stops before it, so a poisoned job cannot drag innocent rows into its crashes.
+WITH picked AS (
+    SELECT id, redeliveries, priority, available_at, seq FROM {table}
+    WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+      AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
+    ORDER BY priority DESC, available_at, seq
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), ranked AS (
+    SELECT id,
+           row_number() OVER w AS position,
+           count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
+    FROM picked
+    WINDOW w AS (ORDER BY priority DESC, available_at, seq)
+)
+UPDATE {table} AS m
+SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
+    claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8)
+FROM ranked
+WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
+RETURNING m.id::text, m.job_type, m.attempts, m.deferrals, m.priority, m.payload, m.headers,
+          m.published_by, m.enqueued_at_ms, m.available_at, m.seq, m.redeliveries;
+
+-- name: release
+-- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
+-- the run it started not counted.
+UPDATE {table}
+SET status = 'pending', attempts = attempts - 1, claimed_by = NULL, lease_until = NULL
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
+
+-- name: ack
+-- Success, fenced: only while this owner still holds this attempt.
+UPDATE {table}
+SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
+
+-- name: reschedule
+-- Retry or deferral, fenced: back to pending after %(delay)s seconds.
+UPDATE {table}
+SET status = 'pending', attempts = %(next_attempts)s, deferrals = %(deferrals)s,
+    priority = %(priority)s, available_at = now() + make_interval(secs => %(delay)s::float8),
+    expires_at = now() + make_interval(secs => %(delay)s::float8 + %(ttl)s::float8),
+    error = coalesce(%(error)s, error), claimed_by = NULL, lease_until = NULL
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
+
+-- name: dead_letter
+-- Dead letter, fenced: failed rows stay for a person, with the reason.
+UPDATE {table}
+SET status = 'failed', error = %(reason)s, processed_at = now(), claimed_by = NULL,
+    lease_until = NULL
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
+
+-- name: extend
+-- Heartbeat: push the lease of rows this owner still runs.
+UPDATE {table}
+SET lease_until = now() + make_interval(secs => %(lease)s::float8)
+WHERE id = ANY(%(ids)s::uuid[]) AND status = 'running' AND claimed_by = %(owner)s;
+
+-- name: reclaim
+-- Rows whose lease expired go back to pending (a redelivery, not a handler failure), or to
+-- failed once they have lost %(max_redeliveries)s leases (a crash loop ends).
+UPDATE {table}
+SET redeliveries = redeliveries + 1,
+    status = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s THEN 'failed' ELSE 'pending' END,
+    error = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s
+                 THEN 'worker lost ' || (redeliveries + 1)::text
+                      || ' times: the lease expired while the job was running each time'
+                 ELSE 'the worker running this job was lost (lease expired)' END,
+    processed_at = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s THEN now() END,
+    claimed_by = NULL, lease_until = NULL
+WHERE status = 'running' AND lease_until < now()
+RETURNING id::text, status;
+
+-- name: expire
+-- Pending rows past their queue's message TTL are dead-lettered, never dropped.
+UPDATE {table}
+SET status = 'failed', error = 'expired', processed_at = now()
+WHERE status = 'pending' AND expires_at <= now();
+
+-- name: prune
+-- Retention: delete up to %(limit)s done rows older than %(retain)s seconds.
+DELETE FROM {table}
+WHERE id IN (SELECT id FROM {table}
+             WHERE status = 'done' AND processed_at < now() - make_interval(secs => %(retain)s::float8)
+             LIMIT %(limit)s);
+
+-- name: next_due
+-- Seconds until the next pending row of a queue becomes due (NULL when none).
+SELECT extract(epoch FROM min(available_at) - now())::float8
+FROM {table}
+WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s;
+
+-- name: count_pending
+-- Rows of a queue due now.
+SELECT count(*) FROM {table}
+WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s AND available_at <= now();
+
+-- name: list_dead
+-- Failed rows of a queue, oldest first.
+SELECT id::text, job_type, attempts, deferrals, priority, payload, headers, published_by,
+       enqueued_at_ms, error
+FROM {table}
+WHERE status = 'failed' AND kind = %(kind)s AND queue = %(queue)s
+ORDER BY processed_at, seq
+LIMIT %(limit)s;
+
+-- name: purge
+-- Delete every row of the given typed queues (the demo starts clean).
+DELETE FROM {table} WHERE kind = 'job' AND queue = ANY(%(queues)s::text[]);
+
+-- name: schema_version
+-- The highest migration applied.
+SELECT coalesce(max(version), 0) FROM {migrations};
+
+-- Operations
+-- The `queuey status` and `queuey failed ...` commands (backends/postgres/_admin.py). Retry and
+-- discard touch only failed rows, in one statement each, so they are safe while workers run.
+
+-- name: ops_status
+-- Per (kind, queue): due, scheduled, running and failed rows, and how long the oldest due row
+-- has waited (seconds, NULL when none). One arm per status so each can use its partial index;
+-- done rows are never read.
+WITH live AS (
+    SELECT kind, queue, status, available_at FROM {table} WHERE status = 'pending'
+    UNION ALL
+    SELECT kind, queue, status, NULL FROM {table} WHERE status = 'running'
+    UNION ALL
+    SELECT kind, queue, status, NULL FROM {table} WHERE status = 'failed'
+)
+SELECT kind, queue,
+       count(*) FILTER (WHERE status = 'pending' AND available_at <= now()),
+       count(*) FILTER (WHERE status = 'pending' AND available_at > now()),
+       count(*) FILTER (WHERE status = 'running'),
+       count(*) FILTER (WHERE status = 'failed'),
+       extract(epoch FROM now() - min(available_at) FILTER (WHERE status = 'pending'
+                                                             AND available_at <= now()))::float8
+FROM live
+GROUP BY kind, queue
+ORDER BY kind, queue;
+
+-- name: ops_failed
+-- Failed rows (of one queue when %(queue)s is not NULL), oldest failure first, with the first
+-- line of their error.
+SELECT id::text, kind, queue, job_type, attempts, processed_at,
+       split_part(coalesce(error, ''), E'\n', 1)
+FROM {table}
+WHERE status = 'failed' AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+ORDER BY processed_at, seq
+LIMIT %(limit)s;
+
+-- name: ops_show
+-- One row by id, whatever its status (the caller says when it is not failed).
+SELECT id::text, kind, queue, job_type, status, priority, attempts, redeliveries, deferrals,
+       payload, headers, published_by, error, created_at, available_at, processed_at
+FROM {table}
+WHERE id = %(id)s::uuid;
+
+-- name: ops_retry
+-- Failed rows (one id and/or one queue when not NULL) back to pending, due now, with a fresh
+-- attempt and redelivery count, the same message TTL window from now, and the last error kept;
+-- one notification per queue wakes its workers. Returns the count per (kind, queue).
+WITH touched AS (
+    UPDATE {table}
+    SET status = 'pending', attempts = 0, redeliveries = 0, available_at = now(),
+        expires_at = now() + (expires_at - available_at), processed_at = NULL,
+        claimed_at = NULL, claimed_by = NULL, lease_until = NULL
+    WHERE status = 'failed'
+      AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
+      AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+    RETURNING kind, queue
+), counted AS (
+    SELECT kind, queue, count(*)::int AS touched FROM touched GROUP BY kind, queue
+)
+SELECT counted.kind, counted.queue, counted.touched
+FROM counted, LATERAL pg_notify(%(channel)s, counted.queue)
+ORDER BY counted.kind, counted.queue;
+
+-- name: ops_discard
+-- Delete failed rows (one id and/or one queue when not NULL). Returns the count per
+-- (kind, queue).
+WITH touched AS (
+    DELETE FROM {table}
+    WHERE status = 'failed'
+      AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
+      AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+    RETURNING kind, queue
+)
+SELECT kind, queue, count(*)::int FROM touched GROUP BY kind, queue ORDER BY kind, queue;
