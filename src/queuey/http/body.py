@@ -2,10 +2,10 @@
 
 The limit is enforced before the body is read in full: a declared ``Content-Length`` over it is
 refused at once, and a streamed (chunked) body is counted as it arrives and abandoned as soon as
-it passes the limit. An empty body is the message ``{}``. Anything a JSON column cannot hold is
-refused here, as a 400, rather than failing later in the database as a 500: ``NaN`` and
-infinities, strings with ``\\u0000`` or lone surrogates, and nesting deeper than
-:data:`MAX_DEPTH`.
+it passes the limit. An empty body is the message ``{}``. What JSON syntax allows but a message
+cannot carry is refused here, as a 400, rather than failing later as a 500: ``NaN`` and
+infinities (not JSON), lone surrogates (``"\\ud800"``: no UTF-8 encoding exists for them), and
+nesting deeper than :data:`MAX_DEPTH`. ``\\u0000`` is kept: the message column is ``json``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ MAX_DEPTH = 100
 
 _NOT_JSON = "the body is not valid JSON"
 _DIGITS = re.compile(r"[0-9]+")
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class BodyTooLargeError(QueueyError):
@@ -88,8 +88,8 @@ def parse_message(body: bytes) -> JsonValue:
         The parsed value; ``{}`` for an empty body.
 
     Raises:
-        MalformedBodyError: the body is not UTF-8 JSON, or holds something a JSON column cannot
-            store; the message says what, without quoting the body.
+        MalformedBodyError: the body is not UTF-8 JSON, or holds what a message cannot carry
+            (see the module docstring); the message says what, without quoting the body.
     """
     if not body:
         return {}
@@ -132,9 +132,5 @@ def _check_storable(value: JsonValue) -> None:
 
 
 def _check_string(text: str) -> None:
-    found = _UNSTORABLE.search(text)
-    if found is None:
-        return
-    if found.group() == "\x00":
-        raise MalformedBodyError("the body cannot be queued: a string contains \\u0000")
-    raise MalformedBodyError(f"{_NOT_JSON}: a string contains a lone surrogate")
+    if _SURROGATE.search(text) is not None:
+        raise MalformedBodyError(f"{_NOT_JSON}: a string contains a lone surrogate")

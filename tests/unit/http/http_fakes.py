@@ -2,8 +2,9 @@
 
 ``RecordingPublisher`` follows the ``Publisher`` contract with seed ``000``'s rules: the topic is
 trimmed and validated (1..200 of ``A-Za-z0-9._:-``), one row is written per subscriber (one
-handled row when nobody subscribes), and, like PostgreSQL's ``jsonb``, a payload the database
-cannot store (``\\u0000``, NaN, lone surrogates) fails as a ``BackendError`` with nothing written.
+handled row when nobody subscribes), and, like ``TopicPublisher`` and the envelope encoder, a
+payload with NaN, an infinity or a lone surrogate raises (``TypeError``/``UnicodeEncodeError``,
+which the endpoint would answer 500) with nothing written.
 """
 
 from __future__ import annotations
@@ -87,12 +88,9 @@ class FailingPublisher:
 
 def _check_storable(payload: Any) -> None:
     try:
-        text = json.dumps(payload, allow_nan=False)
-        text.encode("utf-8")
-    except (ValueError, UnicodeEncodeError) as exc:
-        raise BackendError(f"invalid input syntax for type json: {exc}") from exc
-    if "\\u0000" in text:
-        raise BackendError("unsupported Unicode escape sequence")
+        json.dumps(payload, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except ValueError as exc:
+        raise TypeError(f"the payload is not JSON: {exc}") from None
 
 
 def token(

@@ -6,7 +6,13 @@ import logging
 from collections.abc import AsyncIterator
 
 import pytest
-from http_fakes import (
+from starlette.applications import Starlette
+from starlette.requests import HTTPConnection
+from starlette.routing import Mount
+
+from queuey.http import AccessPolicy, HttpConfig, Principal, publish_app
+from queuey.http.auth import InvalidCredentialsError
+from tests.unit.http.http_fakes import (
     OPS_KEY,
     SECRET,
     STAFF_KEY,
@@ -19,12 +25,6 @@ from http_fakes import (
     http_config,
     token,
 )
-from starlette.applications import Starlette
-from starlette.requests import HTTPConnection
-from starlette.routing import Mount
-
-from queuey.http import AccessPolicy, HttpConfig, Principal, publish_app
-from queuey.http.auth import InvalidCredentialsError
 
 OPS = bearer(token(sub="olga", roles=["ops"]))
 MEMBER = bearer(token(sub="mo", roles=["member"], org="acme"))
@@ -215,14 +215,14 @@ async def test_the_limit_is_configurable() -> None:
 
 
 @pytest.mark.parametrize(
-    "body", [b"{", b"not json", b"{'a': 1}", b"NaN", b'{"a": "\\u0000"}', b"\xff", b" "]
+    "body", [b"{", b"not json", b"{'a': 1}", b"NaN", b'["\\udc00"]', b"\xff", b" "]
 )
 async def test_a_body_that_is_not_json_is_400_before_the_topic(body: bytes) -> None:
     app, recorder = app_for("public")
     async with client(app) as http:
         response = await http.post("/queues/bad topic", content=body)
     assert response.status_code == 400
-    assert response.json()["error"].startswith(("the body is not valid JSON", "the body cannot"))
+    assert response.json()["error"].startswith("the body is not valid JSON")
     assert recorder.rows == []
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from http_fakes import SECRET
 
 from queuey.errors import ConfigError
 from queuey.http import ApiKeyConfig, HttpConfig, JwtConfig, api_key_digest
+from tests.unit.http.http_fakes import SECRET
 
 PATH = Path("conf/app.toml")
 DIGEST = api_key_digest("k")

@@ -13,7 +13,6 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from http_fakes import AUDIENCE, OPS_KEY, SECRET, STAFF_KEY, http_config, token
 from starlette.requests import HTTPConnection
 
 from queuey.http import (
@@ -25,6 +24,7 @@ from queuey.http import (
     JwtConfig,
     Principal,
 )
+from tests.unit.http.http_fakes import AUDIENCE, OPS_KEY, SECRET, STAFF_KEY, http_config, token
 
 RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 RSA_PUBLIC = (

@@ -8,7 +8,11 @@ import math
 from typing import Any
 from urllib.parse import quote
 
-from http_fakes import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from queuey.topics.publication import InvalidTopicError
+from tests.unit.http.http_fakes import (
     OPS_KEY,
     STAFF_KEY,
     FailingPublisher,
@@ -20,10 +24,6 @@ from http_fakes import (
     http_config,
     token,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from queuey.topics.publication import InvalidTopicError
 
 LIMIT = 512
 FUZZ = settings(
@@ -68,6 +68,8 @@ json_scalars = st.one_of(
     st.integers(min_value=-(10**30), max_value=10**30),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=20),
+    # lone surrogates too: st.text() never draws them
+    st.lists(st.characters() | st.characters(categories=["Cs"]), max_size=5).map("".join),
 )
 json_values = st.recursive(
     json_scalars,
