@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,8 +21,9 @@ import httpx
 import jwt
 import pytest
 
+from tests.acceptance.http_process import free_port, python_path, stop, wait_until_up
+
 HERE = Path(__file__).parent
-SRC = HERE.parent.parent / "src"
 SECRET = "acceptance-secret-acceptance-secret"
 CLOSED = {"error": "this app does not accept published messages"}
 
@@ -41,33 +41,13 @@ class Server:
         return [json.loads(line) for line in self.rows_file.read_text().splitlines()]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def wait_until_up(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"uvicorn exited with {process.returncode}")
-        try:
-            httpx.get(f"{url}/api/openapi.json", timeout=1.0)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError(f"uvicorn did not answer on {url} within {timeout}s")
-
-
 @contextmanager
 def uvicorn_serving(publish: str, rows: Path) -> Iterator[Server]:
     """Run ``http_uvicorn_app`` under uvicorn on a free loopback port until the block ends."""
     port = free_port()
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": python_path(),
         "QUEUEY_TEST_PUBLISH": publish,
         "QUEUEY_TEST_JWT_SECRET": SECRET,
         "QUEUEY_TEST_ROWS": str(rows),
@@ -77,17 +57,13 @@ def uvicorn_serving(publish: str, rows: Path) -> Iterator[Server]:
         "--app-dir", str(HERE), "--host", "127.0.0.1", "--port", str(port),
     ]  # fmt: skip
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = b""
     try:
         url = f"http://127.0.0.1:{port}"
-        wait_until_up(url, process)
+        wait_until_up(f"{url}/api/openapi.json", process)
         yield Server(url, rows)
     finally:
-        process.terminate()
-        try:
-            output, _ = process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            output, _ = process.communicate()
+        output = stop(process)
     assert SECRET.encode() not in output
     assert b"Bearer" not in output
 

@@ -1,8 +1,8 @@
 """The ``queuey`` command line: thin wrappers that parse arguments and call the library.
 
 Commands live beside this module: ``_jobs`` (demo, worker, db migrate), ``_topics`` (run,
-publish) and ``_ops`` (status, failed). Exit codes: 0 done, 1 nothing found, 2 bad usage,
-3 the server cannot be reached. Messages never show a DSN password.
+publish), ``_http`` (serve) and ``_ops`` (status, failed). Exit codes: 0 done, 1 nothing found,
+2 bad usage, 3 the server cannot be reached. Messages never show a DSN password.
 """
 
 from __future__ import annotations
@@ -116,6 +116,6 @@ async def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[
             loop.remove_signal_handler(sig)
 
 
-from queuey.cli import _jobs, _ops, _topics  # noqa: E402  (registers the commands)
+from queuey.cli import _http, _jobs, _ops, _topics  # noqa: E402  (registers the commands)
 
-__all__ += ["_jobs", "_ops", "_topics"]
+__all__ += ["_http", "_jobs", "_ops", "_topics"]

@@ -30,14 +30,29 @@ class _QuietServer(uvicorn.Server):
 class HttpServer:
     """An ASGI app listening on ``host:port`` until :meth:`shutdown`.
 
+    Logging goes through the standard ``logging`` tree (uvicorn's own configuration is not
+    installed): ``uvicorn.error`` says where it listens, ``uvicorn.access`` logs each request
+    line (method, path, status; never headers).
+
     Args:
         app: the ASGI app to serve.
         host: the address to listen on (loopback by default).
         port: the TCP port.
+        log_level: the level of uvicorn's loggers (e.g. ``"info"``), or ``None`` to leave them
+            to the logging configuration.
     """
 
-    def __init__(self, app: ASGIApp, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
-        config = uvicorn.Config(app, host=host, port=port, lifespan="off", log_config=None)
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        log_level: str | None = None,
+    ) -> None:
+        config = uvicorn.Config(
+            app, host=host, port=port, lifespan="off", log_config=None, log_level=log_level
+        )
         self._server = _QuietServer(config)
 
     @property
@@ -53,6 +68,12 @@ class HttpServer:
         """
         await self._server.serve()
 
-    def shutdown(self) -> None:
-        """Ask :meth:`run` to stop; safe to call before it starts or more than once."""
+    def shutdown(self, force: bool = False) -> None:
+        """Ask :meth:`run` to stop; safe to call before it starts or more than once.
+
+        Args:
+            force: stop without waiting for in-flight requests and open connections.
+        """
         self._server.should_exit = True
+        if force:
+            self._server.force_exit = True
