@@ -42,7 +42,7 @@ audience = "queuey"
 
 
 def token(sub: str, roles: list[str]) -> str:
-    claims = {"sub": sub, "roles": roles, "aud": "queuey", "exp": int(time.time()) + 60}
+    claims = {"sub": sub, "roles": roles, "aud": "queuey", "exp": int(time.time()) + 86400}
     return jwt.encode(claims, SECRET, algorithm="HS256")
 
 

@@ -80,7 +80,7 @@ def closed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield server
 
 
-def bearer(sub: str, roles: list[str], exp_in: int = 60) -> dict[str, str]:
+def bearer(sub: str, roles: list[str], exp_in: int = 86400) -> dict[str, str]:
     claims = {"sub": sub, "roles": roles, "aud": "queuey", "exp": int(time.time()) + exp_in}
     return {"Authorization": f"Bearer {jwt.encode(claims, SECRET, algorithm='HS256')}"}
 

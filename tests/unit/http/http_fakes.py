@@ -98,12 +98,13 @@ def token(
     sub: str | None = "alice",
     roles: Any = ("member",),
     aud: str | None = AUDIENCE,
-    exp_in: float | None = 60.0,
+    exp_in: float | None = 86400.0,
     key: Any = SECRET,
     algorithm: str = "HS256",
     **claims: Any,
 ) -> str:
-    """A signed JWT; pass ``None`` to leave a claim out."""
+    """A signed JWT (valid for a day unless ``exp_in`` says otherwise: module-level tokens must
+    outlive a long test run); pass ``None`` to leave a claim out."""
     payload: dict[str, Any] = dict(claims)
     for name, value in (("sub", sub), ("aud", aud)):
         if value is not None:

@@ -103,7 +103,7 @@ def _b64(data: bytes) -> str:
         (token(aud=None), "the bearer token has no `aud` claim"),
         (token(aud="billing"), "the bearer token is for another audience"),
         (token(key="another-secret-another-secret-xx"), "the bearer token is not valid"),
-        (token(nbf=int(time.time()) + 600), "the bearer token is not valid"),
+        (token(nbf=int(time.time()) + 86400), "the bearer token is not valid"),
         (token(sub=""), "the bearer token's `sub` claim is not a non-empty string"),
         (token(roles="ops"), "the bearer token's `roles` claim is not a list"),
         (token(roles=[1]), "the bearer token's `roles` claim is not a list of strings"),
