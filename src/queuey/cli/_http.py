@@ -7,7 +7,7 @@ import logging
 import click
 
 from queuey.cli import SCHEMA, fail, main, run_async, run_until_signal
-from queuey.cli._topics import CONFIG, _database_url
+from queuey.cli._topics import CONFIG, app_database_url
 from queuey.errors import QueueyError
 
 log = logging.getLogger("queuey.cli")
@@ -45,7 +45,7 @@ def serve_command(
     except QueueyError as exc:
         fail(str(exc))
     access = AccessPolicy.parse(app_config.queues.publish_access())
-    url = _database_url(database_url, app_config.database_url, config_path)
+    url = app_database_url(database_url, app_config.database_url, config_path)
 
     async def serve() -> None:
         backend = await connect_backend(app_config.queues, url, schema=schema)

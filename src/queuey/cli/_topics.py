@@ -24,7 +24,8 @@ CONFIG = click.option(
 )
 
 
-def _database_url(flag: str | None, file_url: str | None, config_path: str) -> str:
+def app_database_url(flag: str | None, file_url: str | None, config_path: str) -> str:
+    """The database URL from the flag, else QUEUEY_DATABASE_URL, else the file; exit 2 if none."""
     from queuey.topics.connection import DATABASE_URL_ENV, resolve_database_url
 
     url = resolve_database_url(flag, os.environ.get(DATABASE_URL_ENV), file_url)
@@ -65,7 +66,7 @@ def run_command(
     from queuey.topics.connection import connect_backend
 
     app = _load_app(config_path, app_target)
-    url = _database_url(database_url, app.database_url, config_path)
+    url = app_database_url(database_url, app.database_url, config_path)
 
     async def serve() -> None:
         logging.getLogger("queuey.topics").info("connecting to %s", redact(url))
@@ -111,7 +112,7 @@ def publish_command(
         message = json.loads(payload)
     except json.JSONDecodeError as exc:
         fail(f"the payload is not valid JSON: {exc}")
-    url = _database_url(database_url, app_config.database_url, config_path)
+    url = app_database_url(database_url, app_config.database_url, config_path)
 
     async def publish() -> Any:
         backend = await connect_backend(app_config.queues, url, schema=schema)
