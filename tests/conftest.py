@@ -12,7 +12,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import hypothesis  # noqa: F401  (imported here, at a shallow stack; see below)
 import pytest
+
+# hypothesis's pytest plugin imports hypothesis lazily, at the end of a session that used no
+# property test, from deep inside pytest's hooks; on CPython 3.11.7 the assertion rewriter's
+# ast.parse then fails with "AST constructor recursion depth mismatch". Importing it early
+# avoids that.
 
 CI = os.environ.get("CI", "").lower() == "true"
 DATABASE_URL = os.environ.get(
