@@ -12,7 +12,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import hypothesis  # noqa: F401  (imported here, at a shallow stack; see below)
 import pytest
+
+# hypothesis's pytest plugin imports hypothesis lazily, at the end of a session that used no
+# property test, from deep inside pytest's hooks; on CPython 3.11.7 the assertion rewriter's
+# ast.parse then fails with "AST constructor recursion depth mismatch". Importing it early
+# avoids that.
 
 CI = os.environ.get("CI", "").lower() == "true"
 DATABASE_URL = os.environ.get(
@@ -74,9 +80,11 @@ async def pg_schema(database_url: str) -> AsyncIterator[str]:
 def amqp_url() -> str:
     """The test broker URL; skips (or fails under CI) when RabbitMQ is down."""
     import socket
+    from urllib.parse import urlsplit
 
+    parts = urlsplit(AMQP_URL)
     try:
-        with socket.create_connection(("127.0.0.1", 5672), timeout=5):
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 5672), 5):
             pass
     except OSError as exc:
         unavailable("RabbitMQ", exc)

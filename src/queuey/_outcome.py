@@ -51,8 +51,13 @@ Outcome = Ack | RetryAfter | DeferFor | DeadLetter
 
 
 def describe(error: BaseException) -> str:
-    """The text recorded for a handler's exception: its message, else its class name."""
-    return str(error) or type(error).__name__
+    """The text recorded for a handler's exception: its message, else its class name (also
+    when the exception cannot even be turned into text)."""
+    try:
+        text = str(error)
+    except Exception:
+        text = ""
+    return text or type(error).__name__
 
 
 def decide(

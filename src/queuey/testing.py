@@ -14,20 +14,30 @@ async def test_welcome_email() -> None:
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Protocol
 
 from queuey.backends.memory import MemoryBackend
 from queuey.jobs import Job
-from queuey.worker import Worker
 
-__all__ = ["enqueued", "run_until_idle"]
+__all__ = ["Runnable", "enqueued", "run_until_idle"]
 
 
-async def run_until_idle(
-    worker: Worker[Any], backend: MemoryBackend, timeout: float = 60.0
-) -> None:
-    """Run ``worker`` until ``backend`` has nothing pending, delayed, held or in flight, then
-    shut it down gracefully. Under virtual time (looptime) delays cost no wall time.
+class Runnable(Protocol):
+    """What ``run_until_idle`` drives: a ``Worker`` or a topic ``Subscriber``."""
+
+    async def run(self) -> None:
+        """Consume until ``shutdown``."""
+        ...
+
+    def shutdown(self) -> None:
+        """Ask ``run`` to return gracefully."""
+        ...
+
+
+async def run_until_idle(worker: Runnable, backend: MemoryBackend, timeout: float = 60.0) -> None:
+    """Run ``worker`` (or a topic ``Subscriber``) until ``backend`` has nothing pending,
+    delayed, held or in flight, then shut it down gracefully. Under virtual time (looptime)
+    delays cost no wall time.
 
     Args:
         worker: the worker to run (it must not be running).

@@ -10,18 +10,19 @@ WARNING/INFO, a dead letter at ERROR.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter
 from queuey._runtime.execute import execute
 from queuey._runtime.handlers import HandlerEntry, make_entry
-from queuey.backends.base import Backend, Consumer, Delivery
+from queuey._runtime.loop import ConsumeLoop
+from queuey._runtime.settle import release, settle
+from queuey.backends.base import Backend, Delivery
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError, DuplicateHandlerError
@@ -66,6 +67,7 @@ class Worker(Generic[Q]):
         shutdown_grace: how long shutdown waits for running jobs before cancelling them
             (default: no limit). A cancelled job is redelivered later (at-least-once).
         close_backend_on_shutdown: close ``backend`` when ``run`` returns (default false).
+        paused: start paused: nothing is pulled until ``resume`` (publishing is unaffected).
 
     Attributes:
         stats: per queue name, the outcomes this worker observed (``QueueStats``).
@@ -85,6 +87,7 @@ class Worker(Generic[Q]):
         job_timeout: Duration | None = None,
         shutdown_grace: Duration | None = None,
         close_backend_on_shutdown: bool = False,
+        paused: bool = False,
     ) -> None:
         self.queue_set = queue_set
         self.backend = backend
@@ -104,10 +107,15 @@ class Worker(Generic[Q]):
         self.dead_letters: deque[tuple[Envelope, str]] = deque(maxlen=100)
         self._handlers: dict[str, HandlerEntry] = {}
         self._settle_failures = 0
-        self._stop = asyncio.Event()
-        self._force = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
         self._running = False
+        self._loop = ConsumeLoop(
+            backend,
+            [queue.config for queue in self.queues],
+            self._process,
+            concurrency=self.concurrency,
+            shutdown_grace=self.shutdown_grace,
+            paused=paused,
+        )
 
     @property
     def settle_failures(self) -> int:
@@ -117,7 +125,12 @@ class Worker(Generic[Q]):
     @property
     def in_flight(self) -> int:
         """Deliveries being handled now."""
-        return len(self._tasks)
+        return self._loop.in_flight
+
+    @property
+    def paused(self) -> bool:
+        """Whether pulling is paused (see ``pause``)."""
+        return self._loop.paused
 
     def handler(self, job_type: type[Job[Q]]) -> Callable[[H], H]:
         """Decorator registering a function or class as the handler of ``job_type``.
@@ -159,9 +172,16 @@ class Worker(Generic[Q]):
         under ``queuey worker``) running jobs are cancelled at once and handed back to the
         backend, to be delivered again (at-least-once).
         """
-        self._stop.set()
-        if force:
-            self._force.set()
+        self._loop.shutdown(force=force)
+
+    def pause(self) -> None:
+        """Stop pulling new jobs; those already pulled still run. Publishing is unaffected, so
+        jobs wait until ``resume``. Idempotent; may be called before ``run``."""
+        self._loop.pause()
+
+    def resume(self) -> None:
+        """Pull again after ``pause``. Idempotent."""
+        self._loop.resume()
 
     async def run(self) -> None:
         """Declare the queues, consume until ``shutdown``, then shut down gracefully.
@@ -174,84 +194,21 @@ class Worker(Generic[Q]):
         if self._running:
             raise RuntimeError("this worker is already running")
         self._running = True
-        configs = [queue.config for queue in self.queues]
-        executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="queuey-handler")
         try:
-            await self.backend.declare(configs)
-            await self._consume(configs, executor)
+            await self.backend.declare([queue.config for queue in self.queues])
+            await self._loop.run()
         finally:
-            executor.shutdown(wait=False, cancel_futures=True)
             self._running = False
             if self.close_backend_on_shutdown:
                 await self.backend.close()
 
-    async def _consume(self, configs: list[QueueConfig], executor: ThreadPoolExecutor) -> None:
-        # One fetcher per queue. A fetcher takes a concurrency slot only once it holds a
-        # delivery, so an idle queue never holds a slot that a busy one needs; waiting fetchers
-        # get slots in turn (the semaphore is FIFO), so no queue starves another.
-        slots = asyncio.Semaphore(self.concurrency)
-        consumers = [(self.backend.consumer(config), config) for config in configs]
-        fetchers = [
-            asyncio.create_task(self._fetch(consumer, config, slots, executor))
-            for consumer, config in consumers
-        ]
-        stopper = asyncio.create_task(self._stop.wait())
-        try:
-            await asyncio.wait([*fetchers, stopper], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopper.cancel()
-            for consumer, _ in consumers:
-                await consumer.stop()
-            results = await asyncio.gather(*fetchers, return_exceptions=True)
-            await self._await_in_flight()
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-
-    async def _fetch(
-        self,
-        consumer: Consumer,
-        config: QueueConfig,
-        slots: asyncio.Semaphore,
-        executor: ThreadPoolExecutor,
-    ) -> None:
-        while (delivery := await consumer.next()) is not None:
-            await slots.acquire()
-            task = asyncio.create_task(self._process(delivery, config, executor))
-            self._tasks.add(task)
-            task.add_done_callback(functools.partial(self._done, slots))
-
-    def _done(self, slots: asyncio.Semaphore, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        slots.release()
-        if not task.cancelled() and task.exception() is not None:
-            log.error("job processing crashed", exc_info=task.exception())
-
-    async def _await_in_flight(self) -> None:
-        if not self._tasks:
-            return
-        grace = None if self.shutdown_grace is None else self.shutdown_grace.total_seconds()
-        forced = asyncio.ensure_future(self._force.wait())
-        finished = asyncio.ensure_future(asyncio.wait(set(self._tasks)))
-        await asyncio.wait([finished, forced], timeout=grace, return_when=asyncio.FIRST_COMPLETED)
-        forced.cancel()
-        finished.cancel()
-        late = {task for task in self._tasks if not task.done()}
-        for task in late:
-            task.cancel()
-        if late:
-            log.warning("shutdown grace passed; %d job(s) cancelled, to be redelivered", len(late))
-            await asyncio.wait(late)
-
-    async def _process(
-        self, delivery: Delivery, config: QueueConfig, executor: ThreadPoolExecutor
-    ) -> None:
+    async def _process(self, delivery: Delivery, config: QueueConfig, executor: Executor) -> None:
         envelope = delivery.envelope
         entry = self._handlers.get(envelope.job_type)
         try:
             outcome, _ = await execute(envelope, entry, config, self.job_timeout, executor)
         except asyncio.CancelledError:
-            await _release(delivery)
+            await release(delivery)
             raise
         fields = {
             "job_id": envelope.job_id,
@@ -260,7 +217,7 @@ class Worker(Generic[Q]):
             "attempt": envelope.attempt,
         }
         try:
-            await _settle(delivery, outcome)
+            await settle(delivery, outcome)
         except Exception as exc:
             self._settle_failures += 1
             log.error("could not record the outcome: %s", exc, extra=fields)
@@ -280,24 +237,6 @@ class Worker(Generic[Q]):
             stats.deferred += 1
         else:
             stats.dead += 1
-
-
-async def _settle(delivery: Delivery, outcome: Outcome) -> None:
-    if isinstance(outcome, Ack):
-        await delivery.ack()
-    elif isinstance(outcome, RetryAfter):
-        await delivery.retry(outcome.envelope, outcome.delay, outcome.error)
-    elif isinstance(outcome, DeferFor):
-        await delivery.defer(outcome.envelope, outcome.delay)
-    else:
-        await delivery.dead_letter(outcome.reason)
-
-
-async def _release(delivery: Delivery) -> None:
-    try:
-        await asyncio.shield(delivery.release())
-    except Exception as exc:  # the lease will hand it back instead
-        log.warning("could not release job %s: %s", delivery.envelope.job_id, exc)
 
 
 def _log_outcome(outcome: Outcome, fields: dict[str, Any]) -> None:

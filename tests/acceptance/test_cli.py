@@ -84,6 +84,11 @@ def test_demo_on_postgres_twice_gives_the_same_counts(database_url: str) -> None
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
+def test_demo_on_rabbitmq_gives_the_same_counts(amqp_url: str) -> None:
+    check_tour(queuey("demo", "--backend", "rabbitmq", "--json", env={"QUEUEY_AMQP_URL": amqp_url}))
+    check_tour(queuey("demo", "--backend", "rabbitmq", "--amqp-url", amqp_url, "--json"))
+
+
 def test_demo_without_a_url_is_bad_usage() -> None:
     env = {k: v for k, v in os.environ.items() if k != "QUEUEY_DATABASE_URL"}
     result = subprocess.run(

@@ -14,7 +14,7 @@ from queuey.backends.base import Backend
 from queuey.backends.memory import MemoryBackend
 from tests.conftest import fresh_schema
 
-BACKENDS = ["memory", "postgres"]
+BACKENDS = ["memory", "postgres", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -37,4 +37,28 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
             yield pg
             await pg.close()
         return
+    if kind == "rabbitmq":
+        from queuey.backends.rabbitmq import RabbitMqBackend
+
+        amqp_url = request.getfixturevalue("amqp_url")
+        rabbit = await RabbitMqBackend.connect(amqp_url)
+        try:
+            yield rabbit
+        finally:
+            await rabbit.close()
+            await _delete_queues(amqp_url, rabbit.declared_queue_names())
+        return
     raise AssertionError(kind)
+
+
+async def _delete_queues(url: str, names: list[str]) -> None:
+    """Delete the broker queues a RabbitMQ case declared (main, dead and hold queues)."""
+    import aio_pika
+
+    connection = await aio_pika.connect(url)
+    try:
+        channel = await connection.channel()
+        for name in names:
+            await channel.queue_delete(name)
+    finally:
+        await connection.close()

@@ -412,3 +412,49 @@ async def test_forced_shutdown_hands_running_jobs_back(backend: Backend) -> None
     worker.shutdown(force=True)
     await asyncio.wait_for(task, 10)
     assert await backend.count_pending(kit.Plain.job_queue().name) == 2
+
+
+class _AsyncCallable:
+    def __init__(self, seen: list[str]) -> None:
+        self.seen = seen
+
+    async def __call__(self, job: Any, ctx: JobContext) -> None:
+        await asyncio.sleep(0)
+        self.seen.append("callable")
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+async def test_awaitables_from_any_handler_shape_are_awaited(backend: Backend) -> None:
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    worker = Worker(kit.queues, backend)
+    seen: list[str] = []
+
+    async def body(label: str) -> None:
+        seen.append(label)
+
+    worker.register(kit.Plain, _AsyncCallable(seen))
+    worker.register(kit.Retried, lambda job, ctx: body("lambda"))
+    await producer.enqueue(kit.Plain())
+    await producer.enqueue(kit.Retried())
+    await run_until(worker, lambda: finished(worker) == 2)
+    assert sorted(seen) == ["callable", "lambda"]
+
+
+async def test_an_exception_without_text_is_recorded_by_its_type(backend: Backend) -> None:
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    worker = Worker(kit.queues, backend)
+
+    @worker.handler(kit.Plain)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        raise _Unprintable()
+
+    await producer.enqueue(kit.Plain())
+    await run_until(worker, lambda: finished(worker) == 1)
+    ((_, reason),) = worker.dead_letters
+    assert reason == "max attempts (1) exhausted after attempt 1: _Unprintable"

@@ -1,32 +1,29 @@
 """Run one delivery to an outcome: look up the handler, decode the job, call the handler under
 the job timeout, and decide (seed ``001``'s per-delivery algorithm, SEEDS-DIGEST §2.7).
 
-A plain handler runs in the worker's thread pool. One that passes ``job_timeout`` cannot be
-killed: it is abandoned (its thread runs on) and recorded as a timeout (DESIGN §2).
+The call itself (thread pool for plain handlers, the timeout) is ``invoke``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from concurrent.futures import Executor
 from datetime import timedelta
-from typing import Any
 
 from pydantic import ValidationError
 
 from queuey._outcome import DeadLetter, Outcome, decide
 from queuey._runtime.handlers import HandlerEntry
+from queuey._runtime.invoke import HandlerTimeoutError, invoke
 from queuey.envelope import Envelope
-from queuey.jobs import Job, JobContext
+from queuey.jobs import JobContext
 from queuey.queues import QueueConfig
 
 __all__ = ["JobTimeoutError", "execute"]
 
-
-class JobTimeoutError(TimeoutError):
-    """The handler ran past ``job_timeout``; retryable."""
+JobTimeoutError = HandlerTimeoutError
+"""The handler ran past ``job_timeout``; retryable."""
 
 
 def _context(envelope: Envelope, max_attempts: int) -> JobContext:
@@ -43,35 +40,6 @@ def _context(envelope: Envelope, max_attempts: int) -> JobContext:
         age=timedelta(milliseconds=age_ms),
         headers=dict(envelope.headers),
     )
-
-
-async def _call(
-    entry: HandlerEntry,
-    job: Job[Any],
-    ctx: JobContext,
-    timeout: timedelta | None,
-    executor: Executor,
-) -> None:
-    limit = None if timeout is None else timeout.total_seconds()
-    if entry.is_async and limit is None:
-        await entry.call(job, ctx)
-        return
-    if entry.is_async:
-        async with asyncio.timeout(limit) as scope:
-            try:
-                await entry.call(job, ctx)
-            except asyncio.CancelledError:
-                if scope.expired():
-                    raise JobTimeoutError(f"job timed out after {limit:g}s") from None
-                raise
-        return
-    loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(executor, functools.partial(entry.call, job, ctx))
-    done, _ = await asyncio.wait([future], timeout=limit)
-    if not done:
-        future.cancel()  # the thread cannot be stopped: it is abandoned and runs on
-        raise JobTimeoutError(f"job timed out after {limit:g}s")
-    future.result()
 
 
 async def execute(
@@ -95,7 +63,9 @@ async def execute(
     ctx = _context(envelope, policy.max_attempts)
     error: BaseException | None = None
     try:
-        await _call(entry, job, ctx, timeout, executor)
+        await invoke(
+            entry.call, (job, ctx), is_async=entry.is_async, executor=executor, timeout=timeout
+        )
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # any handler failure is an outcome, not a worker crash

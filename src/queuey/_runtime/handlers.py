@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from queuey._runtime.invoke import is_coroutine_callable
 from queuey.jobs import Job, JobContext
 from queuey.retry import RetryPolicy
 
-__all__ = ["HandlerEntry", "make_entry"]
+__all__ = ["HandlerEntry", "make_entry", "takes_context"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ def _check_annotation(call: Callable[..., Any], job_type: type[Job[Any]]) -> Non
         )
 
 
-def _takes_context(call: Callable[..., Any]) -> bool:
+def takes_context(call: Callable[..., Any]) -> bool:
+    """Whether ``call`` takes a second positional argument (the context) besides the first."""
     params = inspect.signature(call).parameters.values()
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
@@ -72,8 +74,8 @@ def make_entry(job_type: type[Job[Any]], target: object) -> HandlerEntry:
     """
     call = _callable_of(target)
     _check_annotation(call, job_type)
-    is_async = inspect.iscoroutinefunction(call)
-    if not _takes_context(call):
+    is_async = is_coroutine_callable(call)
+    if not takes_context(call):
         single = call
         call = lambda job, ctx: single(job)  # noqa: E731
     name = getattr(target, "__qualname__", type(target).__qualname__)

@@ -134,7 +134,7 @@ async def test_one_notification_per_queue_per_transaction_without_payload(
 ) -> None:
     producer = await Producer.create(PgQueues, backend)
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        await conn.execute("LISTEN queuey_queue")
+        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(backend.channel)))
         await producer.enqueue_many([Ping(n=n) for n in range(50)])
         await producer.enqueue(Ping(n=99, blob="x" * 1_000_000))
         notes = [n async for n in conn.notifies(timeout=1.0)]

@@ -57,7 +57,8 @@ class PostgresBackend:
         conninfo: a libpq URL or key=value string.
         schema: the schema holding the table (validated identifier; default "queuey").
         table: the message table (default "queue_message").
-        channel: the NOTIFY channel (default "queuey_queue").
+        channel: the NOTIFY channel (default ``<schema>_queue``, so "queuey_queue" for the
+            default schema; a schema's listeners are not woken by another schema's jobs).
         poll_interval: the safety-net poll (duration; default 5 s).
         lease: how long a claimed row is held without a heartbeat before another worker may
             take it (duration; default 5 min). The heartbeat extends it every third of it.
@@ -79,7 +80,7 @@ class PostgresBackend:
         *,
         schema: str = "queuey",
         table: str = "queue_message",
-        channel: str = "queuey_queue",
+        channel: str | None = None,
         poll_interval: Duration = "5s",
         lease: Duration = "5m",
         retain: Duration | None = "24h",
@@ -89,7 +90,7 @@ class PostgresBackend:
     ) -> None:
         self.conninfo = conninfo
         self.statements = Statements(schema, table)
-        self.channel = check_identifier(channel, "channel")
+        self.channel = check_identifier(channel or f"{schema}_queue"[:63], "channel")
         self.poll_interval = parse_duration(poll_interval, "poll_interval").total_seconds()
         self.lease = parse_duration(lease, "lease").total_seconds()
         self.retain = None if retain is None else parse_duration(retain, "retain").total_seconds()

@@ -170,3 +170,78 @@ DELETE FROM {table} WHERE kind = 'job' AND queue = ANY(%(queues)s::text[]);
 -- name: schema_version
 -- The highest migration applied.
 SELECT coalesce(max(version), 0) FROM {migrations};
+
+-- Operations
+-- The `queuey status` and `queuey failed ...` commands (backends/postgres/_admin.py). Retry and
+-- discard touch only failed rows, in one statement each, so they are safe while workers run.
+
+-- name: ops_status
+-- Per (kind, queue): due, scheduled, running and failed rows, and how long the oldest due row
+-- has waited (seconds, NULL when none). One arm per status so each can use its partial index;
+-- done rows are never read.
+WITH live AS (
+    SELECT kind, queue, status, available_at FROM {table} WHERE status = 'pending'
+    UNION ALL
+    SELECT kind, queue, status, NULL FROM {table} WHERE status = 'running'
+    UNION ALL
+    SELECT kind, queue, status, NULL FROM {table} WHERE status = 'failed'
+)
+SELECT kind, queue,
+       count(*) FILTER (WHERE status = 'pending' AND available_at <= now()),
+       count(*) FILTER (WHERE status = 'pending' AND available_at > now()),
+       count(*) FILTER (WHERE status = 'running'),
+       count(*) FILTER (WHERE status = 'failed'),
+       extract(epoch FROM now() - min(available_at) FILTER (WHERE status = 'pending'
+                                                             AND available_at <= now()))::float8
+FROM live
+GROUP BY kind, queue
+ORDER BY kind, queue;
+
+-- name: ops_failed
+-- Failed rows (of one queue when %(queue)s is not NULL), oldest failure first, with the first
+-- line of their error.
+SELECT id::text, kind, queue, job_type, attempts, processed_at,
+       split_part(coalesce(error, ''), E'\n', 1)
+FROM {table}
+WHERE status = 'failed' AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+ORDER BY processed_at, seq
+LIMIT %(limit)s;
+
+-- name: ops_show
+-- One row by id, whatever its status (the caller says when it is not failed).
+SELECT id::text, kind, queue, job_type, status, priority, attempts, redeliveries, deferrals,
+       payload, headers, published_by, error, created_at, available_at, processed_at
+FROM {table}
+WHERE id = %(id)s::uuid;
+
+-- name: ops_retry
+-- Failed rows (one id and/or one queue when not NULL) back to pending, due now, with a fresh
+-- attempt and redelivery count, the same message TTL window from now, and the last error kept;
+-- one notification per queue wakes its workers. Returns the count per (kind, queue).
+WITH touched AS (
+    UPDATE {table}
+    SET status = 'pending', attempts = 0, redeliveries = 0, available_at = now(),
+        expires_at = now() + (expires_at - available_at), processed_at = NULL,
+        claimed_at = NULL, claimed_by = NULL, lease_until = NULL
+    WHERE status = 'failed'
+      AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
+      AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+    RETURNING kind, queue
+), counted AS (
+    SELECT kind, queue, count(*)::int AS touched FROM touched GROUP BY kind, queue
+)
+SELECT counted.kind, counted.queue, counted.touched
+FROM counted, LATERAL pg_notify(%(channel)s, counted.queue)
+ORDER BY counted.kind, counted.queue;
+
+-- name: ops_discard
+-- Delete failed rows (one id and/or one queue when not NULL). Returns the count per
+-- (kind, queue).
+WITH touched AS (
+    DELETE FROM {table}
+    WHERE status = 'failed'
+      AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
+      AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+    RETURNING kind, queue
+)
+SELECT kind, queue, count(*)::int FROM touched GROUP BY kind, queue ORDER BY kind, queue;

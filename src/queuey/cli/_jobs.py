@@ -1,17 +1,10 @@
-"""The ``queuey`` command line: thin wrappers that parse arguments and call the library.
-
-Exit codes: 0 done, 1 nothing found, 2 bad usage, 3 the server cannot be reached.
-"""
+"""Commands of the typed-job face: ``queuey demo``, ``queuey worker``, ``queuey db migrate``."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
 import json
-import logging
-import os
-import signal
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -20,49 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from queuey.backends.base import Backend
-from queuey.errors import BackendError, QueueyError
-
-__all__ = ["main"]
-
-log = logging.getLogger("queuey.cli")
-
-EXIT_NOT_FOUND = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-
-DATABASE_URL = click.option(
-    "--database-url", envvar="QUEUEY_DATABASE_URL", help="PostgreSQL URL (or QUEUEY_DATABASE_URL)."
-)
-SCHEMA = click.option("--schema", default="queuey", show_default=True, help="PostgreSQL schema.")
-
-
-@click.group()
-@click.option("-v", "--verbose", count=True, help="More logging (-v INFO, -vv DEBUG).")
-def main(verbose: int) -> None:
-    """queuey: typed background jobs and topics on PostgreSQL, RabbitMQ or in memory."""
-    level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-def _run(coro: Awaitable[Any]) -> Any:
-    try:
-        return asyncio.run(_as_coroutine(coro))
-    except BackendError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_UNREACHABLE)
-    except QueueyError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
-
-
-async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
-
-
-def _require(url: str | None, what: str, env: str) -> str:
-    if not url:
-        raise click.UsageError(f"{what} is required: pass --{what.replace(' ', '-')} or set {env}")
-    return url
+from queuey.cli import DATABASE_URL, SCHEMA, load_attr, main, require, run_async, run_until_signal
 
 
 async def _open_backend(
@@ -71,11 +22,11 @@ async def _open_backend(
     if kind == "postgres":
         from queuey.backends.postgres import PostgresBackend
 
-        url = _require(database_url, "database url", "QUEUEY_DATABASE_URL")
+        url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
         return await PostgresBackend.connect(url, schema=schema, migrate=True)
     if kind == "rabbitmq":
         rabbitmq = importlib.import_module("queuey.backends.rabbitmq")
-        url = _require(amqp_url, "amqp url", "QUEUEY_AMQP_URL")
+        url = require(amqp_url, "amqp url", "QUEUEY_AMQP_URL")
         backend: Backend = await rabbitmq.RabbitMqBackend.connect(url)
         return backend
     from queuey.backends.memory import MemoryBackend
@@ -111,7 +62,7 @@ def demo(
         finally:
             await backend.close()
 
-    summary = _run(tour())
+    summary = run_async(tour())
     if as_json:
         click.echo(json.dumps(summary.as_json(), indent=2))
         return
@@ -137,49 +88,6 @@ async def _reset_demo(backend: Backend) -> None:
         await purge([queue.name for queue in TourQueues.all()])
 
 
-def _load_attr(path: str) -> Any:
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise click.UsageError(f"{path!r} is not of the form module:attribute")
-    sys.path.insert(0, os.getcwd())
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise click.UsageError(f"cannot import {module_name!r}: {exc}") from exc
-    for part in attr.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError as exc:
-            raise click.UsageError(f"{module_name!r} has no attribute {attr!r}") from exc
-    return target
-
-
-async def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[..., None]) -> None:
-    """Run ``start()`` until it returns. The first SIGINT or SIGTERM calls ``stop()`` (graceful);
-    a second one calls ``stop(force=True)`` (running jobs are handed back)."""
-    loop = asyncio.get_running_loop()
-    received: list[int] = []
-
-    def on_signal(sig: int) -> None:
-        received.append(sig)
-        if len(received) == 1:
-            log.warning(
-                "received %s: shutting down gracefully (again to force)", signal.Signals(sig).name
-            )
-            stop()
-        else:
-            log.warning("received %s again: forcing shutdown", signal.Signals(sig).name)
-            stop(force=True)
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal, sig)
-    try:
-        await start()
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-
-
 @main.command("worker")
 @click.argument("target")
 def worker_command(target: str) -> None:
@@ -187,7 +95,7 @@ def worker_command(target: str) -> None:
     async) until SIGINT/SIGTERM, then shut it down gracefully."""
     from queuey.worker import Worker
 
-    obj = _load_attr(target)
+    obj = load_attr(target)
 
     async def serve() -> None:
         worker = obj
@@ -199,7 +107,7 @@ def worker_command(target: str) -> None:
             raise click.UsageError(f"{target} is not a Worker or a factory returning one")
         await run_until_signal(worker.run, worker.shutdown)
 
-    _run(serve())
+    run_async(serve())
 
 
 @main.group()
@@ -214,6 +122,6 @@ def db_migrate(database_url: str | None, schema: str) -> None:
     """Create or upgrade the schema (safe to run concurrently: takes an advisory lock)."""
     from queuey.backends.postgres import migrate
 
-    url = _require(database_url, "database url", "QUEUEY_DATABASE_URL")
-    applied = _run(migrate(url, schema=schema))
+    url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
+    applied = run_async(migrate(url, schema=schema))
     click.echo(f"schema {schema!r}: applied {len(applied)} migration(s) {applied or ''}".strip())

@@ -1,0 +1,18 @@
+"""The RabbitMQ backend (DESIGN §5): classic queues with priorities, TTL hold queues that
+dead-letter back, publisher confirms, and a connection that comes back after a restart.
+
+```python
+from queuey.backends.rabbitmq import RabbitMqBackend, RabbitMqOptions
+
+backend = await RabbitMqBackend.connect("amqp://guest:guest@127.0.0.1:5672/")
+```
+
+Needs the ``rabbitmq`` extra (aio-pika) and RabbitMQ 3.10 or later. Broker names per queue
+``q``: ``q`` (main), ``q.dead`` (dead letters) and ``q.hold.<ms>`` (holds, one per delay);
+topic queues are ``queuey-topic.<topic>`` (see ``_topology`` for the arguments).
+"""
+
+from queuey.backends.rabbitmq._backend import RabbitMqBackend
+from queuey.backends.rabbitmq._options import RabbitMqOptions
+
+__all__ = ["RabbitMqBackend", "RabbitMqOptions"]

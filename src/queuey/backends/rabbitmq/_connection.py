@@ -1,0 +1,247 @@
+"""The backend's one AMQP connection, kept alive: reconnection with backoff, the publisher
+confirm channel, and the channel that declares hold queues.
+
+``Link`` owns the connection. When the broker goes away (restart, network, forced close) a
+watcher task reconnects with exponential backoff, runs the backend's ``restore`` hook (which
+re-declares the topology) on the new connection *before* anyone else may use it, and then
+wakes everything waiting for it. Channels of the old connection are dead: a delivery taken
+from one cannot be acknowledged any more (the broker redelivers it), and consumers open new
+channels (see ``_consumer``).
+
+Publishes go through one channel in confirm mode, mandatory, each awaited until the broker
+confirms it. aiormq matches a ``basic.return`` to its publish by ``message_id`` (our job id),
+so two publishes with one ``message_id`` are never in flight at once on that channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import aio_pika
+from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractMessage
+
+from queuey.backends.rabbitmq._errors import describe, password_of, redact, translated
+from queuey.backends.rabbitmq._options import RabbitMqOptions
+from queuey.errors import BackendError, QueueyError, ShutDownError
+
+__all__ = ["Link", "Restore"]
+
+log = logging.getLogger("queuey.rabbitmq")
+
+Restore = Callable[[AbstractConnection], Awaitable[None]]
+"""Run on every new connection before it is handed out (re-declares the topology)."""
+
+
+class Link:
+    """One AMQP connection that comes back after it is lost.
+
+    Args:
+        url: the AMQP URL (may hold a password; never logged).
+        options: timeouts and backoff.
+    """
+
+    def __init__(self, url: str, options: RabbitMqOptions) -> None:
+        self.url = url
+        self.safe_url = redact(url)
+        self._password = password_of(url)
+        self._options = options
+        self._connection: AbstractConnection | None = None
+        self._ready = asyncio.Event()
+        self._closed = False
+        self._watcher: asyncio.Task[None] | None = None
+        self._lost = asyncio.Event()
+        self._publisher: AbstractChannel | None = None
+        self._declarer: AbstractChannel | None = None
+        self._channel_lock = asyncio.Lock()
+        self._in_flight: dict[str, asyncio.Event] = {}
+        self.restore: Restore | None = None
+        self.generation = 0
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called."""
+        return self._closed
+
+    async def open(self) -> None:
+        """Connect for the first time and start watching the connection.
+
+        Raises:
+            BackendError: the broker cannot be reached or refused the login.
+        """
+        connection = await self._connect()
+        self._install(connection)
+        self._watcher = asyncio.create_task(self._watch(), name="queuey-rabbitmq-link")
+
+    async def close(self) -> None:
+        """Stop reconnecting and close the connection. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._ready.set()  # wake waiters, who then see the link closed
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        connection, self._connection = self._connection, None
+        if connection is not None and not connection.is_closed:
+            with contextlib.suppress(Exception):
+                await connection.close()
+
+    async def connection(self, timeout: float | None = None) -> AbstractConnection:
+        """The live connection, waiting up to ``timeout`` seconds (``None``: forever) for a
+        reconnection in progress.
+
+        Raises:
+            ShutDownError: the link is closed.
+            BackendError: still not connected after ``timeout``.
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                while not self._closed:
+                    connection = self._connection
+                    if connection is not None and _alive(connection):
+                        return connection
+                    # lost, and the watcher has not noticed yet: it reconnects and sets ready
+                    self._ready.clear()
+                    await self._ready.wait()
+        except TimeoutError:
+            raise BackendError(
+                f"not connected to {self.safe_url} (reconnecting for over {timeout:g}s)"
+            ) from None
+        raise ShutDownError("the RabbitMQ backend is closed")
+
+    async def channel(self, timeout: float | None = None) -> AbstractChannel:
+        """A new plain channel (no confirms) on the live connection.
+
+        Raises:
+            ShutDownError, BackendError: as for ``connection``, or the channel did not open.
+        """
+        connection = await self.connection(timeout)
+        with translated("opening a channel", self._password):
+            return await connection.channel(publisher_confirms=False)
+
+    async def declarer(self) -> AbstractChannel:
+        """The shared channel for on-demand declarations (hold queues), reopened if a failed
+        declaration closed it."""
+        async with self._channel_lock:
+            if self._declarer is None or self._declarer.is_closed:
+                self._declarer = await self.channel(self._publish_timeout)
+            return self._declarer
+
+    async def publish(self, routing_key: str, message: AbstractMessage) -> None:
+        """Publish ``message`` to the default exchange, mandatory, and wait for the confirm.
+
+        Waits for a reconnection in progress, all within ``publish_timeout``.
+
+        Raises:
+            BackendError: unroutable (no queue ``routing_key``), refused, the connection was
+                lost, or no confirm within ``publish_timeout``.
+            ShutDownError: the backend is closed.
+        """
+        what = f"publishing to {routing_key!r}"
+        key = message.message_id or ""
+        with translated(what, self._password):
+            async with asyncio.timeout(self._publish_timeout):
+                while (busy := self._in_flight.get(key)) is not None:
+                    await busy.wait()
+                done = self._in_flight[key] = asyncio.Event()
+                try:
+                    channel = await self._confirm_channel()
+                    await channel.default_exchange.publish(message, routing_key, mandatory=True)
+                finally:
+                    del self._in_flight[key]
+                    done.set()
+
+    @property
+    def _publish_timeout(self) -> float:
+        return self._options.publish_timeout.total_seconds()
+
+    async def _confirm_channel(self) -> AbstractChannel:
+        async with self._channel_lock:
+            if self._publisher is None or self._publisher.is_closed:
+                connection = await self.connection(self._publish_timeout)
+                self._publisher = await connection.channel(
+                    publisher_confirms=True, on_return_raises=True
+                )
+            return self._publisher
+
+    async def _connect(self) -> AbstractConnection:
+        url = _with_heartbeat(self.url, int(self._options.heartbeat.total_seconds()))
+        with translated(f"connecting to {self.safe_url}", self._password):
+            return await aio_pika.connect(
+                url,
+                timeout=self._options.connect_timeout.total_seconds(),
+                client_properties={"connection_name": self._options.connection_name},
+            )
+
+    def _install(self, connection: AbstractConnection) -> None:
+        lost = self._lost = asyncio.Event()
+        # aio-pika resolves ``closed()`` only for a local close; a remote one (broker restart,
+        # forced close, missed heartbeats) shows in the close callbacks.
+        connection.close_callbacks.add(lambda _sender, _exc: lost.set())
+        self._connection = connection
+        self._publisher = self._declarer = None
+        self.generation += 1
+        self._ready.set()
+
+    async def _watch(self) -> None:
+        while not self._closed:
+            await self._lost.wait()
+            if self._closed:
+                return
+            self._ready.clear()
+            log.warning("connection to %s lost; reconnecting", self.safe_url)
+            await self._reconnect()
+
+    async def _reconnect(self) -> None:
+        wait = self._options.reconnect_initial.total_seconds()
+        ceiling = self._options.reconnect_max.total_seconds()
+        while not self._closed:
+            try:
+                connection = await self._connect()
+                await self._restore(connection)
+            except Exception as exc:  # keep trying whatever went wrong; log it
+                log.warning("could not reconnect (%s); next attempt in %.1fs", describe(exc), wait)
+                await asyncio.sleep(wait)
+                wait = min(ceiling, wait * 2)
+                continue
+            self._install(connection)
+            log.info("reconnected to %s", self.safe_url)
+            return
+
+    async def _restore(self, connection: AbstractConnection) -> None:
+        if self.restore is None:
+            return
+        try:
+            await self.restore(connection)
+        except QueueyError as exc:
+            if _alive(connection):  # the broker refused a declaration: say so, carry on
+                log.error("re-declaring queues after reconnecting failed: %s", exc)
+                return
+            await _close_quietly(connection)
+            raise
+        except BaseException:
+            await _close_quietly(connection)
+            raise
+
+
+async def _close_quietly(connection: AbstractConnection) -> None:
+    with contextlib.suppress(Exception):
+        await connection.close()
+
+
+def _alive(connection: AbstractConnection) -> bool:
+    return not connection.is_closed and connection.connected.is_set()
+
+
+def _with_heartbeat(url: str, seconds: int) -> str:
+    """``url`` asking for a ``seconds`` heartbeat, unless it already names one."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(key == "heartbeat" for key, _ in query):
+        return url
+    return urlunsplit(parts._replace(query=urlencode([*query, ("heartbeat", str(seconds))])))

@@ -1,0 +1,38 @@
+"""Declaring a queue's topology on a channel, shared by the backend (``declare``, re-declaring
+after a reconnection) and consumers (re-creating a queue the broker cancelled them from)."""
+
+from __future__ import annotations
+
+import contextlib
+
+from aio_pika.abc import AbstractChannel
+
+from queuey.backends.rabbitmq import _topology as topology
+from queuey.backends.rabbitmq._errors import translated
+from queuey.queues import QueueConfig
+
+__all__ = ["close_quietly", "declare_queue"]
+
+
+async def declare_queue(channel: AbstractChannel, config: QueueConfig) -> None:
+    """Declare ``config``'s dead-letter queue, then its main queue, on ``channel``.
+
+    The dead-letter queue comes first: the main queue dead-letters expired messages into it.
+
+    Raises:
+        BackendError: the broker refused (the channel is then closed); for an existing queue
+            with other arguments the message says what to do.
+    """
+    base = topology.broker_name(config.name, config.kind)
+    with translated(f"declaring queue {base!r}"):
+        await channel.declare_queue(topology.dead_name(base), durable=True)
+        await channel.declare_queue(
+            base, durable=config.durable, arguments=dict(topology.main_arguments(config))
+        )
+
+
+async def close_quietly(channel: AbstractChannel | None) -> None:
+    """Close ``channel`` if it is open, ignoring failures (it may be dying already)."""
+    if channel is not None and not channel.is_closed:
+        with contextlib.suppress(Exception):
+            await channel.close()

@@ -1,0 +1,156 @@
+"""Broker names and queue arguments for the RabbitMQ backend, as pure functions.
+
+Per logical queue ``q`` (DESIGN §5, SEEDS-DIGEST §2.9, with hold queues for every delay):
+
+=====================  =====================================================================
+broker queue           arguments
+=====================  =====================================================================
+``q``                  durable per config; ``x-max-priority`` when ``max_priority`` > 0;
+                       ``x-message-ttl`` (ms) when ``message_ttl`` is set; always
+                       ``x-dead-letter-exchange`` ``""`` and ``x-dead-letter-routing-key``
+                       ``q.dead``, so an expired (or rejected) message lands in ``q.dead``
+                       instead of being dropped.
+``q.dead``             none; always durable. Our dead letters carry ``x-death-reason``,
+                       ``x-original-queue`` and ``x-attempts`` headers.
+``q.hold.<ttl_ms>``    created on demand, one per distinct delay: ``x-message-ttl`` = ttl_ms,
+                       dead-lettering back into ``q`` through the default exchange, and
+                       ``x-expires`` = 2 · ttl_ms so an unused hold queue goes away. Durable
+                       iff ``q`` is. Never ``x-max-priority`` (the message keeps its priority
+                       and ``q`` orders it).
+=====================  =====================================================================
+
+Hold queues serve retries, ``enqueue_after`` and deferrals alike, so a long delay never blocks
+a short one (each queue holds messages of a single TTL, which therefore expire in order).
+Delays are rounded up to the hold granularity (1 s by default) and refused above
+``MAX_HOLD_MS`` (2147483647 ms, about 24.8 days: twice it must still fit RabbitMQ's 32-bit
+``x-expires``).
+
+Topic queues (``kind="topic"``) are named ``queuey-topic.<topic>``, so a topic never shares a
+broker queue with a typed queue of the same name (a typed queue name would need the explicit
+prefix ``queuey-topic`` to collide).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+from queuey.envelope import Kind
+from queuey.errors import ConfigError
+from queuey.queues import QueueConfig
+
+__all__ = [
+    "DEAD_SUFFIX",
+    "HOLD_INFIX",
+    "MAX_HOLD_MS",
+    "MAX_NAME_BYTES",
+    "MAX_TTL_MS",
+    "TOPIC_PREFIX",
+    "broker_name",
+    "check_name",
+    "dead_name",
+    "hold_arguments",
+    "hold_name",
+    "hold_ttl_ms",
+    "main_arguments",
+    "ttl_ms",
+]
+
+TOPIC_PREFIX = "queuey-topic."
+DEAD_SUFFIX = ".dead"
+HOLD_INFIX = ".hold."
+MAX_HOLD_MS = 2_147_483_647
+"""The longest hold, in milliseconds: ``x-expires`` (2 · TTL) must fit in 32 bits unsigned."""
+MAX_TTL_MS = 4_294_967_295
+"""The longest ``x-message-ttl`` RabbitMQ accepts, in milliseconds."""
+MAX_NAME_BYTES = 255
+"""AMQP's limit on a queue name (a short string), in bytes."""
+
+Arguments = dict[str, int | str]
+
+
+def broker_name(name: str, kind: Kind = "job") -> str:
+    """The broker name of a logical queue: ``name`` itself, ``queuey-topic.<name>`` for topics."""
+    return f"{TOPIC_PREFIX}{name}" if kind == "topic" else name
+
+
+def dead_name(base: str) -> str:
+    """The dead-letter queue of broker queue ``base``: ``<base>.dead``."""
+    return f"{base}{DEAD_SUFFIX}"
+
+
+def hold_name(base: str, ttl: int) -> str:
+    """The hold queue of broker queue ``base`` for a TTL of ``ttl`` milliseconds."""
+    return f"{base}{HOLD_INFIX}{ttl}"
+
+
+def check_name(base: str) -> None:
+    """Refuse a broker queue name whose longest derived name would not fit AMQP's 255 bytes.
+
+    Raises:
+        ConfigError: ``hold_name(base, MAX_HOLD_MS)`` is longer than 255 bytes (UTF-8).
+    """
+    longest = hold_name(base, MAX_HOLD_MS)
+    if len(longest.encode()) > MAX_NAME_BYTES:
+        raise ConfigError(
+            f"queue {base!r}: its hold queue name {longest!r} would exceed RabbitMQ's "
+            f"{MAX_NAME_BYTES}-byte limit; use a shorter name"
+        )
+
+
+def ttl_ms(duration: timedelta) -> int:
+    """A positive duration as whole milliseconds, rounded up and clamped to [1, MAX_TTL_MS]."""
+    exact = math.ceil(duration / timedelta(milliseconds=1))
+    return min(MAX_TTL_MS, max(1, exact))
+
+
+def hold_ttl_ms(delay: timedelta, granularity: timedelta) -> int:
+    """The TTL of the hold queue serving ``delay``, in milliseconds.
+
+    ``delay`` is rounded up to a whole number of ``granularity`` steps, at least one step:
+    with 1 s, 30 s → 30000, 29.2 s → 30000, 5 ms → 1000.
+
+    Args:
+        delay: how long to hold a message (> 0).
+        granularity: the rounding step (> 0, whole milliseconds).
+
+    Returns:
+        The TTL in milliseconds, 1..MAX_HOLD_MS.
+
+    Raises:
+        ConfigError: the rounded delay exceeds ``MAX_HOLD_MS`` (about 24.8 days); RabbitMQ
+            cannot hold a message that long, and the delay is refused rather than shortened.
+    """
+    step = max(1, math.ceil(granularity / timedelta(milliseconds=1)))
+    steps = max(1, math.ceil(delay / timedelta(milliseconds=step)))
+    ttl = steps * step
+    if ttl > MAX_HOLD_MS:
+        raise ConfigError(
+            f"a delay of {delay} is longer than RabbitMQ can hold a message "
+            f"({MAX_HOLD_MS} ms, about 24.8 days)"
+        )
+    return ttl
+
+
+def main_arguments(config: QueueConfig) -> Arguments:
+    """The ``x-`` arguments of the main queue of ``config`` (see the module table)."""
+    base = broker_name(config.name, config.kind)
+    arguments: Arguments = {
+        "x-dead-letter-exchange": "",
+        "x-dead-letter-routing-key": dead_name(base),
+    }
+    if config.max_priority > 0:
+        arguments["x-max-priority"] = config.max_priority
+    if config.message_ttl is not None:
+        arguments["x-message-ttl"] = ttl_ms(config.message_ttl)
+    return arguments
+
+
+def hold_arguments(base: str, ttl: int) -> Arguments:
+    """The ``x-`` arguments of the hold queue of ``base`` for ``ttl`` milliseconds."""
+    return {
+        "x-message-ttl": ttl,
+        "x-dead-letter-exchange": "",
+        "x-dead-letter-routing-key": base,
+        "x-expires": 2 * ttl,
+    }

@@ -1,0 +1,141 @@
+"""AMQP messages from envelopes and back: properties, headers and dead-letter reasons.
+
+Every publish is persistent JSON with ``message_id`` = job id, ``type`` = job type (at most 255
+bytes), ``priority`` = the envelope's priority (always set) and informational headers
+``x-attempt`` and ``x-deferrals``; the body (the envelope) is the source of truth. Headers are
+built afresh for every publish, so a republished message never carries the broker's
+``x-death`` history and repeated trips through one hold queue are never taken for a
+dead-letter cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import aio_pika
+
+from queuey.envelope import Envelope, MalformedEnvelopeError
+
+__all__ = [
+    "ATTEMPTS_HEADER",
+    "LAST_ERROR_HEADER",
+    "MALFORMED_REASON",
+    "ORIGINAL_QUEUE_HEADER",
+    "REASON_HEADER",
+    "dead_headers",
+    "dead_letter_of",
+    "dead_reason",
+    "envelope_message",
+    "malformed_message",
+    "retry_headers",
+]
+
+REASON_HEADER = "x-death-reason"
+ORIGINAL_QUEUE_HEADER = "x-original-queue"
+ATTEMPTS_HEADER = "x-attempts"
+LAST_ERROR_HEADER = "x-last-error"
+MALFORMED_REASON = "malformed envelope"
+_MAX_SHORTSTR = 255
+_MAX_ERROR_CHARS = 4000
+
+
+def _truncate_utf8(text: str, limit: int) -> str:
+    return text.encode()[:limit].decode(errors="ignore")
+
+
+def envelope_message(
+    envelope: Envelope, headers: Mapping[str, Any] | None = None
+) -> aio_pika.Message:
+    """The persistent AMQP message carrying ``envelope``.
+
+    Args:
+        envelope: what to send.
+        headers: extra headers (dead-letter reason, last error), added to ``x-attempt`` and
+            ``x-deferrals``.
+    """
+    return aio_pika.Message(
+        envelope.to_bytes(),
+        content_type="application/json",
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        message_id=envelope.job_id,
+        type=_truncate_utf8(envelope.job_type, _MAX_SHORTSTR),
+        priority=envelope.priority,
+        headers={
+            "x-attempt": envelope.attempt,
+            "x-deferrals": envelope.deferrals,
+            **(headers or {}),
+        },
+    )
+
+
+def dead_headers(envelope: Envelope, reason: str) -> dict[str, Any]:
+    """The headers of ``envelope``'s dead letter: reason, original queue, attempts."""
+    return {
+        REASON_HEADER: reason,
+        ORIGINAL_QUEUE_HEADER: envelope.queue,
+        ATTEMPTS_HEADER: envelope.attempt,
+    }
+
+
+def retry_headers(error: str) -> dict[str, Any]:
+    """The headers of a retry: the failure text, at most 4000 characters."""
+    return {LAST_ERROR_HEADER: error[:_MAX_ERROR_CHARS]}
+
+
+def malformed_message(body: bytes, queue: str) -> aio_pika.Message:
+    """A verbatim, persistent copy of a body that is not an envelope, for ``q.dead``."""
+    return aio_pika.Message(
+        body,
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        headers={REASON_HEADER: MALFORMED_REASON, ORIGINAL_QUEUE_HEADER: queue},
+    )
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value if isinstance(value, str) else None
+
+
+def dead_reason(headers: Mapping[str, Any]) -> str:
+    """Why a message in ``q.dead`` is there.
+
+    Our own ``x-death-reason`` header first; otherwise the reason of the broker's latest
+    ``x-death`` entry (``"expired"`` for a message that outlived the queue's ``message_ttl``,
+    ``"rejected"``, ``"maxlen"``); otherwise ``"unknown"``.
+    """
+    reason = _text(headers.get(REASON_HEADER))
+    if reason is not None:
+        return reason
+    deaths = headers.get("x-death")
+    if isinstance(deaths, list | tuple) and deaths and isinstance(deaths[0], Mapping):
+        broker = _text(deaths[0].get("reason"))
+        if broker is not None:
+            return broker
+    return "unknown"
+
+
+def dead_letter_of(
+    body: bytes, headers: Mapping[str, Any], message_id: str | None, queue: str
+) -> tuple[Envelope, str]:
+    """Read one message of ``q.dead`` as ``(envelope, reason)``.
+
+    A body that is not an envelope (a malformed message copied verbatim) is shown as an
+    envelope with an empty ``job_type``, ``attempt`` 1, the original queue, and the body's text
+    as its payload, so operators still see it.
+    """
+    reason = dead_reason(headers)
+    try:
+        return Envelope.from_bytes(body), reason
+    except MalformedEnvelopeError:
+        original = _text(headers.get(ORIGINAL_QUEUE_HEADER)) or queue
+        placeholder = Envelope(
+            job_id=message_id or "",
+            job_type="",
+            queue=original,
+            attempt=1,
+            enqueued_at_ms=0,
+            payload=body.decode(errors="replace"),
+        )
+        return placeholder, reason

@@ -1,0 +1,61 @@
+"""The HTTP face: ``queuey serve`` runs the publish endpoint (``queuey.http``) with uvicorn."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from queuey.cli import SCHEMA, fail, main, run_async, run_until_signal
+from queuey.cli._topics import CONFIG, app_database_url
+from queuey.errors import QueueyError
+
+log = logging.getLogger("queuey.cli")
+
+
+@main.command("serve")
+@CONFIG
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="TCP port."
+)
+@click.option(
+    "--database-url", help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url)."
+)
+@SCHEMA
+def serve_command(
+    config_path: str, host: str, port: int, database_url: str | None, schema: str
+) -> None:
+    """Serve POST <base>/queues/{topic} until SIGINT/SIGTERM.
+
+    [http] in the app file sets the base path, the body limit and the accepted credentials;
+    [queues] publish says who may publish (default "private": every request gets 404).
+    """
+    try:
+        from queuey.http import AccessPolicy, HttpConfig, publish_app
+        from queuey.http.server import HttpServer
+    except ImportError as exc:
+        fail(f"queuey serve needs the http extra (pip install 'queuey[http]'): {exc}")
+    from queuey.topics import TopicPublisher, load_app_config
+    from queuey.topics.connection import connect_backend
+
+    try:
+        app_config = load_app_config(config_path)
+        http_config = HttpConfig.from_table(app_config.tables.get("http", {}), app_config.path)
+    except QueueyError as exc:
+        fail(str(exc))
+    access = AccessPolicy.parse(app_config.queues.publish_access())
+    url = app_database_url(database_url, app_config.database_url, config_path)
+
+    async def serve() -> None:
+        backend = await connect_backend(app_config.queues, url, schema=schema)
+        try:
+            publisher = TopicPublisher(app_config.queues, backend)
+            app = publish_app(http_config, publisher, access)
+            server = HttpServer(app, host=host, port=port, log_level="info")
+            log.info("POST %s/queues/{topic}: publish = %s", http_config.base, access)
+            await run_until_signal(server.run, server.shutdown)
+        finally:
+            await backend.close()
+
+    run_async(serve())

@@ -1,0 +1,245 @@
+"""Operations commands against a live database: ``queuey status`` and
+``queuey failed list|show|retry|discard``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from rich.console import Console
+
+from queuey.cli import (
+    DATABASE_URL,
+    EXIT_NOT_FOUND,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    SCHEMA,
+    fail,
+    main,
+    one_line,
+    require,
+)
+from queuey.errors import BackendError, QueueyError
+
+if TYPE_CHECKING:
+    from queuey.backends.postgres._admin import Admin, Touched
+
+
+# -- operations: queuey status, queuey failed list|show|retry|discard --------------------------
+
+_T = TypeVar("_T")
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON (shape in this help).")
+_PIPE_WIDTH = 1000
+_QUEUE = click.option("--queue", help="Only rows of this queue (or topic).")
+
+
+def _admin(database_url: str | None, schema: str) -> Admin:
+    """An ``Admin`` for the URL and schema, or a usage error (exit 2) naming what is wrong."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    from queuey.backends.postgres import redact
+    from queuey.backends.postgres._admin import Admin
+
+    url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
+    try:
+        conninfo_to_dict(url)
+    except ProgrammingError as exc:
+        raise click.UsageError(f"malformed database url: {one_line(redact(str(exc)))}") from None
+    try:
+        return Admin(url, schema=schema)
+    except QueueyError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _operate(work: Coroutine[Any, Any, _T]) -> _T:
+    """Run one operation: exit 3 when the database cannot be reached (or refuses the query), 2
+    on any other queuey error (a missing or old schema), each with one line on stderr."""
+    try:
+        return asyncio.run(work)
+    except BackendError as exc:
+        fail(str(exc), EXIT_UNREACHABLE)
+    except QueueyError as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def _echo_json(document: object) -> None:
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+def _console() -> Console:
+    """A console as wide as the terminal; unbounded when piped, so tables never fold."""
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(width=_PIPE_WIDTH if piped else None)
+
+
+@main.command("status")
+@DATABASE_URL
+@SCHEMA
+@_JSON
+def status_command(database_url: str | None, schema: str, as_json: bool) -> None:
+    """Per queue: rows due now (pending), delayed or waiting for a retry (scheduled), running and
+    failed, and how long the oldest due row has waited (database clock). Queues holding only
+    done rows are not listed. Exits 0 even when nothing is listed.
+
+    \b
+    --json prints one object:
+      {"queues": [{"kind": "job" | "topic", "queue": str, "pending": int,
+                   "scheduled": int, "running": int, "failed": int,
+                   "oldest_pending_secs": float | null}]}
+    ordered by kind, then queue; oldest_pending_secs is null when nothing is due.
+    """
+    from queuey.cli import _ops_view as view
+
+    admin = _admin(database_url, schema)
+    rows = _operate(admin.status())
+    if as_json:
+        _echo_json(view.status_json(rows))
+    elif rows:
+        _console().print(view.status_table(rows, f"queuey status (schema {schema})"))
+    else:
+        click.echo(f"no pending, running or failed rows in schema {schema}")
+
+
+@main.group("failed")
+def failed_group() -> None:
+    """Rows that failed for good: list, show, retry or discard them (safe while workers run)."""
+
+
+@failed_group.command("list")
+@DATABASE_URL
+@SCHEMA
+@_QUEUE
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=100, show_default=True, help="At most N rows."
+)
+@_JSON
+def failed_list(
+    database_url: str | None, schema: str, queue: str | None, limit: int, as_json: bool
+) -> None:
+    """Failed rows, oldest failure first, with the first line of their last error. Exits 1
+    when there are none.
+
+    \b
+    --json prints one object:
+      {"failed": [{"id": str, "kind": "job" | "topic", "queue": str,
+                   "job_type": str, "attempts": int,
+                   "processed_at": ISO 8601 str | null, "error": str}]}
+    where error is the first line of the last error ("" when none).
+    """
+    from queuey.cli import _ops_view as view
+
+    admin = _admin(database_url, schema)
+    rows = _operate(admin.failed(queue, limit=limit))
+    where = f" on {queue}" if queue else ""
+    if as_json:
+        _echo_json(view.failed_json(rows))
+    elif rows:
+        click.echo("\n".join(view.failed_lines(rows)))
+    if len(rows) == limit:
+        click.echo(f"(the first {limit}; pass --limit for more)", err=True)
+    if not rows:
+        fail(f"no failed rows{where}", EXIT_NOT_FOUND)
+
+
+@failed_group.command("show")
+@click.argument("row_id", metavar="ID", type=click.UUID)
+@DATABASE_URL
+@SCHEMA
+@_JSON
+def failed_show(row_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool) -> None:
+    """One failed row: payload, attempts, redeliveries, timestamps and the last error in full.
+    Exits 1 when there is no such row or it is not failed.
+
+    \b
+    --json prints every field: id, kind, queue, job_type, status, priority, attempts,
+    redeliveries, deferrals, payload, headers, published_by, error (full text or null),
+    created_at, available_at, processed_at (ISO 8601 or null).
+    """
+    from queuey.cli import _ops_view as view
+
+    admin = _admin(database_url, schema)
+    row = _operate(admin.show(row_id))
+    if row is None:
+        fail(f"no row with id {row_id}", EXIT_NOT_FOUND)
+    if row.status != "failed":
+        fail(f"{row.kind} {row_id} on {row.queue} is {row.status}, not failed", EXIT_NOT_FOUND)
+    if as_json:
+        _echo_json(view.detail_json(row))
+    else:
+        click.echo(view.detail_text(row))
+
+
+_TARGET = click.argument("row_id", metavar="[ID]", type=click.UUID, required=False)
+_ALL = click.option("--all", "every", is_flag=True, help="Every failed row (of --queue if given).")
+
+
+@failed_group.command("retry")
+@_TARGET
+@_ALL
+@_QUEUE
+@DATABASE_URL
+@SCHEMA
+def failed_retry(
+    row_id: uuid.UUID | None, every: bool, queue: str | None, database_url: str | None, schema: str
+) -> None:
+    """Put failed row ID (or --all of them) back to pending: due now, attempts and
+    redeliveries reset to 0, the last error kept. Exits 1 when nothing was retried."""
+    _check_target(row_id, every)
+    admin = _admin(database_url, schema)
+    work = admin.retry(row_id, queue=queue) if row_id else admin.retry_all(queue=queue)
+    _report(admin, _operate(work), "retry", "retried", row_id, queue)
+
+
+@failed_group.command("discard")
+@_TARGET
+@_ALL
+@_QUEUE
+@DATABASE_URL
+@SCHEMA
+def failed_discard(
+    row_id: uuid.UUID | None, every: bool, queue: str | None, database_url: str | None, schema: str
+) -> None:
+    """Delete failed row ID (or --all of them). Exits 1 when nothing was discarded."""
+    _check_target(row_id, every)
+    admin = _admin(database_url, schema)
+    work = admin.discard(row_id, queue=queue) if row_id else admin.discard_all(queue=queue)
+    _report(admin, _operate(work), "discard", "discarded", row_id, queue)
+
+
+def _check_target(row_id: uuid.UUID | None, every: bool) -> None:
+    if row_id is None and not every:
+        raise click.UsageError("give a failed row's ID or --all")
+    if row_id is not None and every:
+        raise click.UsageError("give a failed row's ID or --all, not both")
+
+
+def _report(
+    admin: Admin,
+    touched: Sequence[Touched],
+    verb: str,
+    done: str,
+    row_id: uuid.UUID | None,
+    queue: str | None,
+) -> None:
+    """Confirm each queue acted on, or say why nothing was and exit 1."""
+    from queuey.cli._ops_view import confirmations
+
+    if touched:
+        for line in confirmations(done, touched):
+            click.echo(line)
+        return
+    if row_id is None:
+        fail(f"no failed rows to {verb}{f' on {queue}' if queue else ''}", EXIT_NOT_FOUND)
+    row = _operate(admin.show(row_id))
+    if row is None:
+        fail(f"no row with id {row_id}", EXIT_NOT_FOUND)
+    if row.status != "failed":
+        fail(f"{row.kind} {row_id} is {row.status}, not failed: nothing to {verb}", EXIT_NOT_FOUND)
+    fail(f"{row.kind} {row_id} is on {row.queue}, not {queue}: nothing to {verb}", EXIT_NOT_FOUND)

@@ -1,0 +1,125 @@
+"""Commands of the topic face (seed ``000``): ``queuey run`` and ``queuey publish``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+import click
+
+from queuey.backends.postgres import redact
+from queuey.cli import SCHEMA, fail, load_attr, main, run_async, run_until_signal
+from queuey.errors import QueueyError
+
+# -- topics (seed 000) -----------------------------------------------------------------------
+
+CONFIG = click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The app's TOML file ([queues], [functions], [database]).",
+)
+
+
+def app_database_url(flag: str | None, file_url: str | None, config_path: str) -> str:
+    """The database URL from the flag, else QUEUEY_DATABASE_URL, else the file; exit 2 if none."""
+    from queuey.topics.connection import DATABASE_URL_ENV, resolve_database_url
+
+    url = resolve_database_url(flag, os.environ.get(DATABASE_URL_ENV), file_url)
+    if url is None:
+        fail(
+            f"no database URL: pass --database-url, set {DATABASE_URL_ENV}, or set "
+            f"[database] url in {config_path}"
+        )
+    return url
+
+
+def _load_app(config_path: str, app_target: str | None) -> Any:
+    from queuey.topics import App
+
+    try:
+        app = App.load(config_path)
+        if app_target is not None:
+            extra = load_attr(app_target)
+            if not isinstance(extra, App):
+                raise click.UsageError(f"{app_target} is not a queuey.topics.App")
+            app.include(extra)
+    except QueueyError as exc:
+        fail(str(exc))
+    return app
+
+
+@main.command("run")
+@CONFIG
+@click.option("--app", "app_target", help="module:attr of an App whose functions to add.")
+@click.option(
+    "--database-url", help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url)."
+)
+@SCHEMA
+def run_command(
+    config_path: str, app_target: str | None, database_url: str | None, schema: str
+) -> None:
+    """Run the app's topic subscribers until SIGINT/SIGTERM, then shut down gracefully."""
+    from queuey.topics.connection import connect_backend
+
+    app = _load_app(config_path, app_target)
+    url = app_database_url(database_url, app.database_url, config_path)
+
+    async def serve() -> None:
+        logging.getLogger("queuey.topics").info("connecting to %s", redact(url))
+        backend = await connect_backend(app.config, url, schema=schema)
+        try:
+            subscriber = app.subscriber(backend)
+            await run_until_signal(subscriber.run, subscriber.shutdown)
+        finally:
+            await backend.close()
+
+    run_async(serve())
+
+
+@main.command("publish")
+@CONFIG
+@click.option(
+    "--database-url", help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url)."
+)
+@SCHEMA
+@click.option("--published-by", default="", help="Who publishes (recorded with the message).")
+@click.argument("topic")
+@click.argument("payload", default="{}")
+def publish_command(
+    config_path: str,
+    database_url: str | None,
+    schema: str,
+    published_by: str,
+    topic: str,
+    payload: str,
+) -> None:
+    """Publish PAYLOAD (JSON, default {}) to TOPIC and print the publication as JSON."""
+    from queuey.topics import QueuesConfig, TopicPublisher, load_app_config
+    from queuey.topics.config import topic_error
+    from queuey.topics.connection import connect_backend
+
+    try:
+        app_config = load_app_config(config_path)
+    except QueueyError as exc:
+        fail(str(exc))
+    if not QueuesConfig.valid_topic(topic):
+        fail(topic_error(topic))
+    try:
+        message = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        fail(f"the payload is not valid JSON: {exc}")
+    url = app_database_url(database_url, app_config.database_url, config_path)
+
+    async def publish() -> Any:
+        backend = await connect_backend(app_config.queues, url, schema=schema)
+        try:
+            publisher = TopicPublisher(app_config.queues, backend)
+            return await publisher.publish(topic, message, published_by)
+        finally:
+            await backend.close()
+
+    click.echo(json.dumps(run_async(publish()).as_json()))

@@ -1,0 +1,166 @@
+"""The publish endpoint as a Starlette app: ``POST {base}/queues/{topic}``.
+
+Mount it in a Starlette or FastAPI app (``Mount("/hooks", app=publish_app(...))``) or serve it
+with ``queuey serve``. A request is checked in this order, and the first failing check answers
+(DESIGN §3): 405 not POST; 404 the policy is private; 401 credentials missing, or present and
+invalid (even on a public route); 403 wrong role or organisation class; 413 body over the limit;
+400 body not JSON; 400 not a topic; then 202 with the publication, or 500 when the database
+fails. Every error body is ``{"error": "..."}`` and never quotes a credential.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+import queuey
+from queuey.errors import BackendError
+from queuey.http.access import AccessPolicy, Level
+from queuey.http.auth import Authenticator, InvalidCredentialsError, Principal
+from queuey.http.authorization import authorize
+from queuey.http.body import (
+    BodyTooLargeError,
+    JsonValue,
+    MalformedBodyError,
+    parse_message,
+    read_body,
+)
+from queuey.http.config import HttpConfig
+from queuey.http.credentials import CredentialAuthenticator
+from queuey.http.openapi import openapi_document
+from queuey.topics.publication import InvalidTopicError, Publisher
+
+__all__ = ["QUEUE_FAILED", "publish_app"]
+
+logger = logging.getLogger(__name__)
+
+QUEUE_FAILED = "the message could not be queued"
+
+
+def publish_app(
+    config: HttpConfig,
+    publisher: Publisher,
+    access: AccessPolicy,
+    *,
+    authenticator: Authenticator | None = None,
+) -> Starlette:
+    """Build the ASGI app serving the publish endpoint (and its OpenAPI description).
+
+    Logs a warning when ``access`` closed the door unasked (``access.problem``) or when it
+    needs credentials that nothing can verify.
+
+    Args:
+        config: the ``[http]`` settings: base path, body limit, accepted credentials.
+        publisher: records each accepted message.
+        access: who may publish (the parsed ``[queues] publish`` string).
+        authenticator: resolves callers; by default bearer JWTs and API keys from ``config``.
+
+    Returns:
+        The app. ``GET {base}/openapi.json`` exists only when ``access`` is not private.
+    """
+    _warn_at_start(config, access, custom=authenticator is not None)
+    endpoint = _PublishEndpoint(
+        config, publisher, access, authenticator or CredentialAuthenticator.from_config(config)
+    )
+    routes = [Route(f"{config.base}/queues/{{topic}}", endpoint.publish, methods=["POST"])]
+    if not access.is_private:
+        routes.append(Route(f"{config.base}/openapi.json", endpoint.openapi, methods=["GET"]))
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+    )
+    app.router.redirect_slashes = False
+    return app
+
+
+class _PublishEndpoint:
+    """The request handlers, bound to one configuration."""
+
+    def __init__(
+        self,
+        config: HttpConfig,
+        publisher: Publisher,
+        access: AccessPolicy,
+        authenticator: Authenticator,
+    ) -> None:
+        self._config, self._publisher = config, publisher
+        self._access, self._authenticator = access, authenticator
+        self._challenge = {"WWW-Authenticate": _challenge(config)}
+
+    async def publish(self, request: Request) -> Response:
+        principal = await self._admit(request)
+        message = await self._message(request)
+        published_by = "" if principal is None else principal.id
+        return await self._record(request.path_params["topic"], message, published_by)
+
+    async def openapi(self, request: Request) -> Response:
+        document = openapi_document(self._config, self._access, version=queuey.__version__)
+        if root_path := request.scope.get("root_path"):
+            document["servers"] = [{"url": root_path}]
+        return JSONResponse(document)
+
+    async def _admit(self, request: Request) -> Principal | None:
+        if self._access.is_private:
+            principal = None
+        else:
+            try:
+                principal = await self._authenticator.authenticate(request)
+            except InvalidCredentialsError as exc:
+                raise HTTPException(401, str(exc), headers=self._challenge) from None
+        refusal = authorize(self._access, principal)
+        if refusal is not None:
+            headers = self._challenge if refusal.status == 401 else None
+            raise HTTPException(refusal.status, refusal.message, headers=headers)
+        return principal
+
+    async def _message(self, request: Request) -> JsonValue:
+        try:
+            return parse_message(await read_body(request, self._config.max_body_bytes))
+        except BodyTooLargeError as exc:
+            raise HTTPException(413, str(exc), headers={"Connection": "close"}) from None
+        except MalformedBodyError as exc:
+            raise HTTPException(400, str(exc)) from None
+
+    async def _record(self, topic: str, message: JsonValue, published_by: str) -> Response:
+        try:
+            publication = await self._publisher.publish(topic, message, published_by)
+        except InvalidTopicError as exc:
+            raise HTTPException(400, str(exc)) from None
+        except BackendError as exc:
+            logger.error("publishing to topic %r failed: %s", topic, exc)
+            raise HTTPException(500, QUEUE_FAILED) from None
+        return JSONResponse(publication.as_json(), status_code=202)
+
+
+def _challenge(config: HttpConfig) -> str:
+    schemes = ["Bearer"] if config.jwt is not None or not config.api_keys else []
+    return ", ".join([*schemes, *(["ApiKey"] if config.api_keys else [])])
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    if not isinstance(exc, HTTPException):
+        raise exc
+    return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": "internal error"}, status_code=500)
+
+
+def _warn_at_start(config: HttpConfig, access: AccessPolicy, *, custom: bool) -> None:
+    if access.problem is not None:
+        logger.warning("[queues] publish = %s; the HTTP endpoint stays closed", access.problem)
+    needs_credentials = not access.is_private and (
+        access.level is not Level.PUBLIC or access.org_class is not None
+    )
+    if needs_credentials and not custom and config.jwt is None and not config.api_keys:
+        logger.warning(
+            "[queues] publish = %r needs credentials, but [http] configures neither jwt nor "
+            "api_keys: every publish will be refused",
+            str(access),
+        )

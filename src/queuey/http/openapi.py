@@ -1,0 +1,121 @@
+"""The OpenAPI 3.1 description of the publish endpoint, served at ``GET {base}/openapi.json``.
+
+It describes only ``POST {base}/queues/{topic}``, with the security schemes the configuration
+accepts, so a client generator can call the endpoint. It is not served for a private policy:
+an endpoint that does not exist is not described either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from queuey.http.access import AccessPolicy, Level
+from queuey.http.config import HttpConfig
+
+__all__ = ["TOPIC_PATTERN", "openapi_document"]
+
+TOPIC_PATTERN = r"^[A-Za-z0-9._:-]{1,200}$"
+"""The topic rule of seed ``000`` as a regular expression."""
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def openapi_document(config: HttpConfig, policy: AccessPolicy, *, version: str) -> dict[str, Any]:
+    """The OpenAPI document for the endpoint.
+
+    Args:
+        config: supplies the base path, the body limit and the accepted credentials.
+        policy: the access policy, stated in the description; must not be private.
+        version: the ``info.version`` to report (queuey's version).
+
+    Returns:
+        The document as a JSON-ready dict.
+    """
+    schemes = _security_schemes(config)
+    document: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "queuey publish", "version": version},
+        "paths": {f"{config.base}/queues/{{topic}}": {"post": _operation(config, policy)}},
+        "components": {"schemas": _schemas(), "securitySchemes": schemes},
+    }
+    requirements: list[dict[str, list[str]]] = [{name: []} for name in schemes]
+    if policy.level is Level.PUBLIC and policy.org_class is None:
+        requirements.append({})
+    document["security"] = requirements
+    return document
+
+
+def _operation(config: HttpConfig, policy: AccessPolicy) -> dict[str, Any]:
+    return {
+        "operationId": "publish",
+        "summary": "Publish a message to a topic",
+        "description": (
+            f"Records the JSON body once per subscriber of the topic. Access: `{policy}`. "
+            f"An empty body publishes `{{}}`; bodies over {config.max_body_bytes} bytes are "
+            "refused."
+        ),
+        "parameters": [
+            {
+                "name": "topic",
+                "in": "path",
+                "required": True,
+                "schema": {"type": "string", "pattern": TOPIC_PATTERN},
+            }
+        ],
+        "requestBody": {"required": False, "content": {"application/json": {"schema": {}}}},
+        "responses": _responses(),
+    }
+
+
+def _responses() -> dict[str, Any]:
+    errors = {
+        "400": "The body is not JSON, or the topic is not a topic",
+        "401": "Credentials are missing or invalid",
+        "403": "The caller lacks the role or organisation class",
+        "413": "The body is larger than the limit",
+        "500": "The message could not be queued; nothing was recorded",
+    }
+    responses: dict[str, Any] = {
+        "202": {
+            "description": "Recorded once per subscriber",
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/Publication"}}
+            },
+        }
+    }
+    for status, description in errors.items():
+        content = {"application/json": {"schema": _ERROR}}
+        responses[status] = {"description": description, "content": content}
+    return responses
+
+
+def _schemas() -> dict[str, Any]:
+    return {
+        "Publication": {
+            "type": "object",
+            "required": ["id", "topic", "delivered"],
+            "properties": {
+                "id": {"type": "string", "description": "the id of the first row written"},
+                "topic": {"type": "string", "description": "the trimmed topic"},
+                "delivered": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "the number of subscribers",
+                },
+            },
+        },
+        "Error": {
+            "type": "object",
+            "required": ["error"],
+            "properties": {"error": {"type": "string"}},
+        },
+    }
+
+
+def _security_schemes(config: HttpConfig) -> dict[str, Any]:
+    schemes: dict[str, Any] = {}
+    if config.jwt is not None:
+        schemes["bearer"] = {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+    if config.api_keys:
+        schemes["apiKey"] = {"type": "apiKey", "in": "header", "name": "X-Api-Key"}
+    return schemes

@@ -1,0 +1,79 @@
+"""Serving an ASGI app with uvicorn inside the caller's event loop.
+
+uvicorn's own ``serve()`` installs SIGINT/SIGTERM handlers and re-raises the signal when it is
+done, which would skip the caller's clean-up (closing the backend). ``HttpServer`` leaves
+signals to the caller: ``queuey serve`` stops it with ``shutdown()`` from its own handler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import uvicorn
+from starlette.types import ASGIApp
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "HttpServer"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server that does not touch signal handlers."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class HttpServer:
+    """An ASGI app listening on ``host:port`` until :meth:`shutdown`.
+
+    Logging goes through the standard ``logging`` tree (uvicorn's own configuration is not
+    installed): ``uvicorn.error`` says where it listens, ``uvicorn.access`` logs each request
+    line (method, path, status; never headers).
+
+    Args:
+        app: the ASGI app to serve.
+        host: the address to listen on (loopback by default).
+        port: the TCP port.
+        log_level: the level of uvicorn's loggers (e.g. ``"info"``), or ``None`` to leave them
+            to the logging configuration.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        log_level: str | None = None,
+    ) -> None:
+        config = uvicorn.Config(
+            app, host=host, port=port, lifespan="off", log_config=None, log_level=log_level
+        )
+        self._server = _QuietServer(config)
+
+    @property
+    def started(self) -> bool:
+        """Whether the server is listening."""
+        return self._server.started
+
+    async def run(self) -> None:
+        """Listen and serve until :meth:`shutdown`, then finish in-flight requests.
+
+        Raises:
+            SystemExit: the address cannot be bound (uvicorn logs why).
+        """
+        await self._server.serve()
+
+    def shutdown(self, force: bool = False) -> None:
+        """Ask :meth:`run` to stop; safe to call before it starts or more than once.
+
+        Args:
+            force: stop without waiting for in-flight requests and open connections.
+        """
+        self._server.should_exit = True
+        if force:
+            self._server.force_exit = True

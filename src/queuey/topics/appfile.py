@@ -1,0 +1,138 @@
+"""Loading an app's TOML file: ``[queues]`` (with ``[queues.subscribe]``), ``[functions]`` and
+``[database] url``.
+
+```toml
+[database]
+url = "${DATABASE_URL:-postgresql://localhost/myapp}"
+
+[functions]
+send_welcome = "myapp.handlers:send_welcome"     # module:attribute
+
+[queues.subscribe]
+"user.signed_up" = "send_welcome"
+```
+
+String values may use ``$VAR``, ``${VAR}`` and ``${VAR:-default}`` (see ``_expansion``). Other
+top-level tables (``[http]``...) are kept, expanded, in ``AppConfig.tables`` for the modules that
+own them; an unknown key *inside* ``[queues]`` is an error. Every problem is a ``ConfigError``
+naming the file and the key (a TOML syntax error names the line), never a parser traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from queuey.errors import ConfigError
+from queuey.topics._expansion import expand_document
+from queuey.topics.config import QueuesConfig
+
+__all__ = ["AppConfig", "load_app_config"]
+
+_QUEUES_KEYS = frozenset(f.name for f in fields(QueuesConfig))
+_IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """What an app file says.
+
+    Attributes:
+        path: the file, absolute.
+        queues: the ``[queues]`` settings (defaults when the table is absent).
+        functions: function name → ``"module:attribute"`` import path, from ``[functions]``.
+        database_url: ``[database] url``, or ``None`` when absent or empty.
+        tables: every top-level table of the file, with strings expanded (``tables["http"]``
+            for the HTTP endpoint).
+    """
+
+    path: Path
+    queues: QueuesConfig = field(default_factory=QueuesConfig)
+    functions: Mapping[str, str] = field(default_factory=dict, hash=False)
+    database_url: str | None = None
+    tables: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def folder(self) -> Path:
+        """The folder holding the file; ``[functions]`` modules are imported from it."""
+        return self.path.parent
+
+
+def load_app_config(path: str | os.PathLike[str]) -> AppConfig:
+    """Read and check an app file.
+
+    Args:
+        path: the TOML file.
+
+    Returns:
+        The checked configuration.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML (the message gives the line), or a
+            value is wrong; the message names the file and the key.
+    """
+    file = Path(path).absolute()
+    document = expand_document(_parse(file), str(file))
+    try:
+        return AppConfig(
+            path=file,
+            queues=_queues(_table(document, "queues")),
+            functions=MappingProxyType(_functions(_table(document, "functions"))),
+            database_url=_database_url(_table(document, "database")),
+            tables=MappingProxyType(document),
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{file}: {exc}") from None
+
+
+def _parse(file: Path) -> dict[str, Any]:
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the app file: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text (byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+
+
+def _table(document: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = document.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key} must be a table ([{key}]), got {value!r}")
+    return value
+
+
+def _queues(table: Mapping[str, Any]) -> QueuesConfig:
+    unknown = sorted(set(table) - _QUEUES_KEYS)
+    if unknown:
+        known = ", ".join(sorted(_QUEUES_KEYS))
+        raise ConfigError(f"queues.{unknown[0]} is not a [queues] setting (known: {known})")
+    return QueuesConfig(**table)
+
+
+def _functions(table: Mapping[str, Any]) -> dict[str, str]:
+    functions: dict[str, str] = {}
+    for name, target in table.items():
+        where = f'functions."{name}"' if not name.isidentifier() else f"functions.{name}"
+        if not name.strip():
+            raise ConfigError(f"{where}: a function name cannot be empty")
+        if not isinstance(target, str) or not _IMPORT_PATH.fullmatch(target.strip()):
+            raise ConfigError(f'{where} must be an import path "module:attribute", got {target!r}')
+        functions[name.strip()] = target.strip()
+    return functions
+
+
+def _database_url(table: Mapping[str, Any]) -> str | None:
+    url = table.get("url")
+    if url is not None and not isinstance(url, str):
+        raise ConfigError(f"database.url must be a string, got {type(url).__name__}")
+    return url.strip() or None if url is not None else None

@@ -1,0 +1,202 @@
+"""``QueuesConfig``: the ``[queues]`` table of an app's TOML file (seed ``000``, SEEDS-DIGEST §1.3).
+
+```toml
+[queues]
+prefix = "myapp"            # NOTIFY channel "myapp_queue"
+retry_backoff_secs = 10     # 10s, 20s, 40s, 80s, then failed
+
+[queues.subscribe]
+"user.signed_up" = "send_welcome"
+"order.paid"     = ["fulfil_order", "notify_ops"]
+```
+
+Every value is checked when the config is built: a wrong type, an invalid topic key, a negative
+number, or a zero ``poll_secs``, ``batch``, ``lease_secs`` or ``max_attempts`` is a
+``ConfigError`` naming the key (``retry_backoff_secs = 0`` and ``retain_hours = 0`` are valid).
+The ``publish`` access string is kept as written: the HTTP endpoint parses it, and one that does
+not parse closes the door there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from queuey.errors import ConfigError
+
+__all__ = ["MAX_TOPIC_CHARS", "QueuesConfig", "topic_error"]
+
+MAX_TOPIC_CHARS = 200
+_TOPIC = re.compile(rf"[A-Za-z0-9._:\-]{{1,{MAX_TOPIC_CHARS}}}")
+_MAX_INT = 2**31 - 1  # far above any sane value; keeps timedelta and SQL intervals in range
+_MAX_BATCH = 65535  # a consumer's prefetch limit (QueueConfig)
+_CHANNEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")  # a PostgreSQL identifier (LISTEN)
+_MAX_DELAY_SECS = 3600
+_COUNTS = {
+    # key: smallest allowed value, largest allowed value
+    "poll_secs": (1, _MAX_INT),
+    "batch": (1, _MAX_BATCH),
+    "max_attempts": (1, _MAX_INT),
+    "retry_backoff_secs": (0, _MAX_INT),
+    "lease_secs": (1, _MAX_INT),
+    "retain_hours": (0, _MAX_INT),
+}
+
+
+def topic_error(topic: str) -> str:
+    """The message saying why ``topic`` is not a topic (for ``InvalidTopicError``)."""
+    shown = topic if len(topic) <= 60 else topic[:57] + "..."
+    return (
+        f"{shown!r} is not a topic: use 1 to {MAX_TOPIC_CHARS} characters, each a letter, "
+        "a digit, `.`, `_`, `-` or `:`"
+    )
+
+
+@dataclass(frozen=True)
+class QueuesConfig:
+    """The ``[queues]`` settings of an app; defaults are the seed's, with prefix ``"queuey"``.
+
+    Attributes:
+        enabled: handle messages; ``False`` pauses handling while publishing still records.
+        prefix: names the NOTIFY channel (``channel()``), so apps sharing a database do not
+            wake each other; the channel must be a PostgreSQL identifier.
+        subscribe: topic → subscriber function names, in declared order. Given as one name or
+            a list; topics and names are trimmed, empty names dropped, duplicates dropped
+            (keeping the first), and a topic left with no name is not a subscription.
+        poll_secs: seconds between sweeps regardless of notifications (>= 1).
+        batch: most messages claimed at once per topic (1..65535).
+        max_attempts: tries before a message is left failed; 1 means no retry (>= 1).
+        retry_backoff_secs: base of the backoff in seconds; 0 retries at once.
+        lease_secs: seconds a claimed message may be worked on before another subscriber may
+            take it (>= 1).
+        retain_hours: hours after which handled messages are deleted; 0 keeps them forever.
+        publish: who may publish over HTTP (the access grammar); ``"private"``: nobody.
+
+    Raises:
+        ConfigError: a value of the wrong type or out of range, or an invalid topic; the
+            message names the key.
+    """
+
+    enabled: bool = True
+    prefix: str = "queuey"
+    subscribe: Mapping[str, Sequence[str]] = field(default_factory=dict, hash=False)
+    poll_secs: int = 30
+    batch: int = 10
+    max_attempts: int = 5
+    retry_backoff_secs: int = 10
+    lease_secs: int = 300
+    retain_hours: int = 24
+    publish: str = "private"
+
+    def __post_init__(self) -> None:
+        _check_bool("queues.enabled", self.enabled)
+        _check_str("queues.prefix", self.prefix)
+        _check_str("queues.publish", self.publish)
+        for key, (low, high) in _COUNTS.items():
+            _check_count(f"queues.{key}", getattr(self, key), low, high)
+        if not _CHANNEL.fullmatch(self.channel()):
+            raise ConfigError(
+                f"queues.prefix: {self.prefix!r} makes the channel {self.channel()!r}, which is "
+                "not a PostgreSQL identifier (ASCII letters, digits and _, not starting with a "
+                "digit, at most 63 characters in all)"
+            )
+        object.__setattr__(self, "subscribe", _normalise_subscribe(self.subscribe))
+
+    def channel(self) -> str:
+        """The NOTIFY channel this app's publishers and subscribers meet on:
+        ``<prefix>_queue`` with the prefix trimmed of spaces and ``_`` (``queuey_queue`` when
+        nothing is left)."""
+        prefix = self.prefix.strip().strip("_")
+        return f"{prefix}_queue" if prefix else "queuey_queue"
+
+    @staticmethod
+    def valid_topic(topic: str) -> bool:
+        """Whether ``topic`` (trimmed) is 1..200 characters, each an ASCII letter or digit or
+        one of ``. _ - :``."""
+        return isinstance(topic, str) and _TOPIC.fullmatch(topic.strip()) is not None
+
+    def topics(self) -> tuple[str, ...]:
+        """The subscribed topics, in declared order."""
+        return tuple(self.subscribe)
+
+    def subscribers(self, topic: str) -> tuple[str, ...]:
+        """The functions subscribed to ``topic`` (trimmed), in declared order; empty if none."""
+        return tuple(self.subscribe.get(topic.strip(), ()))
+
+    def subscribed_functions(self) -> frozenset[str]:
+        """Every function name any topic points at, once each."""
+        return frozenset(name for names in self.subscribe.values() for name in names)
+
+    def is_active(self) -> bool:
+        """Whether a subscriber loop should handle messages: enabled and something subscribed.
+        Publishing does not depend on this."""
+        return self.enabled and bool(self.subscribe)
+
+    def publish_access(self) -> str:
+        """The access string for the HTTP publish endpoint, trimmed and otherwise as written.
+
+        The HTTP module parses it (an unparseable string, or ``owner``, closes the door); until
+        then this returns the raw string rather than a parsed policy.
+        """
+        return self.publish.strip()
+
+    def retry_delay_secs(self, attempts: int) -> int:
+        """Seconds to wait after a message failed ``attempts`` times:
+        ``retry_backoff_secs * 2 ** (attempts - 1)``, capped at 3600.
+
+        ``attempts`` below 1 counts as 1; a huge one saturates to the cap (never overflows).
+        """
+        shift = max(attempts, 1) - 1
+        factor: int = 2 ** min(shift, 64)
+        return min(_MAX_DELAY_SECS, self.retry_backoff_secs * factor)
+
+
+def _check_bool(key: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+
+
+def _check_str(key: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be a string, got {value!r}")
+
+
+def _check_count(key: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key} must be a whole number, got {value!r}")
+    if value < low:
+        what = "negative" if value < 0 else "zero"
+        raise ConfigError(f"{key} must be at least {low}, got {value} ({what})")
+    if value > high:
+        raise ConfigError(f"{key} must be at most {high}, got {value}")
+
+
+def _names(topic: str, value: object) -> list[str]:
+    where = f'queues.subscribe."{topic}"'
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, Mapping) or not isinstance(value, Sequence):
+        raise ConfigError(f"{where} must be a function name or a list of names, got {value!r}")
+    names: list[str] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise ConfigError(f"{where} must hold function names (strings), got {item!r}")
+        if item.strip():
+            names.append(item.strip())
+    return names
+
+
+def _normalise_subscribe(subscribe: object) -> Mapping[str, tuple[str, ...]]:
+    if not isinstance(subscribe, Mapping):
+        raise ConfigError(f"queues.subscribe must be a table of topic = names, got {subscribe!r}")
+    merged: dict[str, list[str]] = {}
+    for raw_topic, value in subscribe.items():
+        if not isinstance(raw_topic, str) or not QueuesConfig.valid_topic(raw_topic):
+            raise ConfigError(f"queues.subscribe: {topic_error(str(raw_topic))}")
+        names = merged.setdefault(raw_topic.strip(), [])
+        for name in _names(raw_topic, value):
+            if name not in names:  # DESIGN §7: duplicates dropped, the first kept
+                names.append(name)
+    return MappingProxyType({topic: tuple(names) for topic, names in merged.items() if names})

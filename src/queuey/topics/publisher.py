@@ -1,0 +1,101 @@
+"""``TopicPublisher``: records a message once per subscriber of its topic, all or nothing
+(seed ``000``'s publish, SEEDS-DIGEST §1.6, with DESIGN §7's one transaction).
+
+Each subscriber gets its own envelope (``kind="topic"``, ``queue`` = the topic, ``job_type`` =
+the function), so each has its own retries. A topic nobody subscribes to is still recorded: one
+envelope with an empty ``job_type``, which backends keep as handled and never deliver, so "why
+didn't my handler run?" has an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from queuey.backends.base import Backend
+from queuey.envelope import Envelope
+from queuey.topics.config import QueuesConfig, topic_error
+from queuey.topics.publication import InvalidTopicError, Publication
+
+__all__ = ["PUBLISHED_BY", "TopicPublisher"]
+
+log = logging.getLogger("queuey.topics")
+
+PUBLISHED_BY = "published_by"
+"""The envelope header carrying who published a topic message."""
+
+
+class TopicPublisher:
+    """Publishes to the topics of one app (implements ``Publisher``).
+
+    Args:
+        config: the app's ``[queues]`` settings (who subscribes to what).
+        backend: the transport.
+    """
+
+    def __init__(self, config: QueuesConfig, backend: Backend) -> None:
+        self.config = config
+        self.backend = backend
+
+    async def publish(
+        self,
+        topic: str,
+        payload: Any,
+        published_by: str = "",
+        *,
+        connection: object | None = None,
+    ) -> Publication:
+        """Record ``payload`` once per subscriber of ``topic``, in one ``backend.publish``.
+
+        Publishing does not depend on ``enabled``: a paused app still records messages.
+
+        Args:
+            topic: the topic; trimmed, then 1..200 letters, digits, ``. _ - :``.
+            payload: any JSON value.
+            published_by: who publishes (a principal id), ``""`` for the app itself.
+            connection: (PostgreSQL) the caller's psycopg ``AsyncConnection``; the messages then
+                commit or roll back with the caller's transaction.
+
+        Returns:
+            The publication: the first message's id, the trimmed topic, and how many
+            subscribers it went to (0 is recorded too, and logged as a warning).
+
+        Raises:
+            InvalidTopicError: ``topic`` breaks the topic rule; nothing is written.
+            TypeError: ``payload`` is not JSON-serialisable or ``published_by`` not a string.
+            BackendError: the backend failed; nothing is written.
+        """
+        name = _checked_topic(topic)
+        _check_payload(payload, published_by)
+        subscribers = self.config.subscribers(name)
+        headers = {PUBLISHED_BY: published_by}
+        envelopes = [
+            Envelope.new(subscriber, name, payload, headers=headers, kind="topic")
+            for subscriber in subscribers or ("",)
+        ]
+        await self.backend.publish(envelopes, connection=connection)
+        if not subscribers:
+            log.warning(
+                "published to topic %s, which nothing subscribes to (check [queues.subscribe])",
+                name,
+                extra={"topic": name, "message_id": envelopes[0].job_id},
+            )
+        return Publication(envelopes[0].job_id, name, len(subscribers))
+
+
+def _checked_topic(topic: object) -> str:
+    if not isinstance(topic, str):
+        raise InvalidTopicError(f"a topic must be a string, got {type(topic).__name__}")
+    if not QueuesConfig.valid_topic(topic):
+        raise InvalidTopicError(topic_error(topic))
+    return topic.strip()
+
+
+def _check_payload(payload: object, published_by: object) -> None:
+    if not isinstance(published_by, str):
+        raise TypeError(f"published_by must be a string, got {type(published_by).__name__}")
+    try:
+        json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"the payload is not JSON: {exc}") from None
