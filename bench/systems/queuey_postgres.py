@@ -1,49 +1,41 @@
-"""queuey on PostgreSQL: ``Producer.enqueue`` / ``enqueue_many`` and one ``Worker`` with an async
-no-op handler, in its own schema (``bench_queuey``) and NOTIFY channel."""
+"""queuey on PostgreSQL, in its own schema (``bench_queuey``) and NOTIFY channel, with the
+library's defaults except the queue's ``prefetch`` (rows claimed and held per consumer; 256, the
+counterpart of PgQueuer's ``batch_size``)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import time
-from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from bench.systems import Tally
 from bench.systems._env import DATABASE_URL, drop_schema
-from queuey import Job, JobContext, Producer, Queue, QueueSet, Worker
+from bench.systems._queuey import PREFETCH, BenchQueues, QueueyBench
+from queuey.backends.base import Backend
 from queuey.backends.postgres import PostgresBackend, migrate
 
-__all__ = ["make"]
+__all__ = ["BenchQueues", "make"]
 
 SCHEMA = "bench_queuey"
 CHANNEL = "bench_queuey"
-PREFETCH = int(os.environ.get("BENCH_QUEUEY_PREFETCH", "256"))
 
 
-class BenchQueues(QueueSet, prefix="bench"):
-    noop = Queue(prefetch=PREFETCH)
-
-
-class Noop(Job[BenchQueues], queue=BenchQueues.noop, name="bench.Noop"):
-    t: float
-
-
-class QueueyPostgres:
-    """The ``Bench`` of queuey on PostgreSQL, with the library's defaults."""
+class QueueyPostgres(QueueyBench):
+    """The ``Bench`` of queuey on PostgreSQL."""
 
     def __init__(self) -> None:
-        config = BenchQueues.noop.config
         self.settings: dict[str, Any] = {
             "driver": "psycopg 3 (pool)",
-            "prefetch": config.prefetch,
+            "prefetch": PREFETCH,
             "concurrency": "default (= prefetch)",
             "notify": True,
             "handler": "async def, no-op",
         }
 
-    def _backend(self) -> PostgresBackend:
+    def open_backend(self) -> AbstractAsyncContextManager[Backend]:
         return PostgresBackend(DATABASE_URL, schema=SCHEMA, channel=CHANNEL, retain=None)
+
+    async def purge(self, backend: Backend) -> None:
+        assert isinstance(backend, PostgresBackend)
+        await backend.purge([BenchQueues.noop.name])
 
     async def setup(self) -> None:
         await drop_schema(SCHEMA)
@@ -51,39 +43,6 @@ class QueueyPostgres:
 
     async def teardown(self) -> None:
         await drop_schema(SCHEMA)
-
-    async def clear(self) -> None:
-        async with self._backend() as backend:
-            await backend.purge([BenchQueues.noop.name])
-
-    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> None:
-        async with self._backend() as backend:
-            producer = await Producer.create(BenchQueues, backend)
-            if bulk:
-                await producer.enqueue_many([Noop(t=time.time()) for _ in range(payloads)])
-                return
-            loop = asyncio.get_running_loop()
-            start = loop.time()
-            for i in range(payloads):
-                if interval_s:
-                    await asyncio.sleep(max(0.0, start + i * interval_s - loop.time()))
-                await producer.enqueue(Noop(t=time.time()))
-
-    async def work(self, tally: Tally, ready: Callable[[], None]) -> None:
-        async with self._backend() as backend:
-            worker = Worker(BenchQueues, backend)
-
-            @worker.handler(Noop)
-            async def noop(job: Noop, ctx: JobContext) -> None:
-                tally.hit(job.t)
-
-            ready()
-            running = asyncio.create_task(worker.run())
-            await tally.done.wait()
-            worker.shutdown()
-            await running
-            if worker.settle_failures:
-                raise RuntimeError(f"{worker.settle_failures} settle(s) failed")
 
 
 def make() -> QueueyPostgres:

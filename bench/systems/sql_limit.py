@@ -27,7 +27,7 @@ from psycopg import sql
 
 from bench.systems import Tally
 from bench.systems._env import DATABASE_URL, drop_schema
-from bench.systems.queuey_postgres import BenchQueues
+from bench.systems._queuey import BenchQueues
 from queuey.backends.postgres import migrate
 from queuey.backends.postgres._sql import _raw_queries
 
