@@ -56,7 +56,8 @@ _PREFILL = sql.SQL(
 
 def _statement(name: str, values: dict[str, str]) -> str:
     lines = [line for line in _raw_queries()[name].splitlines() if not line.startswith("--")]
-    text = "\n".join(lines).replace("{table}", _TABLE).rstrip().rstrip(";")
+    text = "\n".join(lines).replace("{table}", _TABLE).replace("{{", "{").replace("}}", "}")
+    text = text.rstrip().rstrip(";")
     return re.sub(r"%\((\w+)\)s", lambda m: values[m.group(1)], text)
 
 

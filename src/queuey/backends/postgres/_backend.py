@@ -334,9 +334,9 @@ class PostgresBackend:
         )
         if rows is None:
             return None
-        rows.sort(key=lambda r: (-r[4], r[9], r[10]))
+        rows.sort(key=lambda r: r[9])
         self._held.update(r[0] for r in rows)
-        return [(r[0], _envelope(config, r), r[11] > 0) for r in rows]
+        return [(r[0], _envelope(config, r), r[10] > 0) for r in rows]
 
     async def next_due(self, config: QueueConfig) -> float | None:
         """Seconds until the next pending row of the queue is due, if any."""
@@ -507,8 +507,9 @@ async def _migrate(conninfo: str, statements: Statements) -> None:
 
 
 def _envelope(config: QueueConfig, row: Sequence[Any]) -> Envelope:
-    row_id, job_type, attempts, deferrals, priority, payload, headers, published_by, ms = row[:9]
-    headers = dict(headers or {})
+    row_id, job_type, attempts, deferrals, priority, payload, raw, published_by, ms = row[:9]
+    # json text from a claim (NULL when empty), already decoded from other queries
+    headers = dict(raw) if isinstance(raw, dict) else json.loads(raw) if raw else {}
     if published_by:
         headers["published_by"] = published_by
     return Envelope(

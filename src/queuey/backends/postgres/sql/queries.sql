@@ -54,6 +54,8 @@ SELECT pg_notify(%(channel)s, queue) FROM inserted WHERE status = 'pending';
 -- Take up to %(limit)s due rows of one queue, skipping rows other workers hold. A row that
 -- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
 -- a clean batch stops before it, so a poisoned job cannot drag innocent rows into its crashes.
+-- Rows come back with their position in claim order (UPDATE … RETURNING has no order of its
+-- own) and with empty headers as NULL (nothing to decode).
 WITH picked AS (
     SELECT id, redeliveries, priority, available_at, seq FROM {table}
     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
@@ -73,8 +75,9 @@ SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
     claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8)
 FROM ranked
 WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
-RETURNING m.id::text, m.job_type, m.attempts, m.deferrals, m.priority, m.payload, m.headers,
-          m.published_by, m.enqueued_at_ms, m.available_at, m.seq, m.redeliveries;
+RETURNING m.id::text, m.job_type, m.attempts, m.deferrals, m.priority, m.payload,
+          nullif(m.headers::text, '{{}}'), m.published_by, m.enqueued_at_ms, ranked.position,
+          m.redeliveries;
 
 -- name: release
 -- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
