@@ -205,23 +205,32 @@ class PostgresBackend:
             "channel": self.channel,
         }
 
-    def _publish_one_params(self, envelope: Envelope, delay: float) -> dict[str, Any]:
-        return {
+    def _publish_one_params(self, envelope: Envelope, delay: float) -> tuple[str, dict[str, Any]]:
+        """The statement for one envelope and its parameters: ``publish_job`` when every column
+        it leaves out takes its default, else ``publish_one``."""
+        ttl = self._ttl(envelope.kind, envelope.queue)
+        params: dict[str, Any] = {
             "id": envelope.job_id,
-            "kind": envelope.kind,
             "queue": envelope.queue,
             "job_type": envelope.job_type,
             "priority": envelope.priority,
-            "attempt": envelope.attempt,
-            "deferrals": envelope.deferrals,
             "payload": json.dumps(envelope.payload),
-            "headers": json.dumps(envelope.headers),
-            "published_by": envelope.headers.get("published_by", ""),
             "enqueued_at_ms": envelope.enqueued_at_ms,
-            "ttl": self._ttl(envelope.kind, envelope.queue),
-            "delay": delay,
             "channel": self.channel,
         }
+        plain = envelope.kind == "job" and envelope.attempt == 1 and not envelope.deferrals
+        if plain and not envelope.headers and not delay and ttl is None:
+            return "publish_job", params
+        params.update(
+            kind=envelope.kind,
+            attempt=envelope.attempt,
+            deferrals=envelope.deferrals,
+            headers=json.dumps(envelope.headers),
+            published_by=envelope.headers.get("published_by", ""),
+            ttl=ttl,
+            delay=delay,
+        )
+        return "publish_one", params
 
     async def publish(
         self,
@@ -247,7 +256,7 @@ class PostgresBackend:
             return
         seconds = 0.0 if delay is None else delay.total_seconds()
         if len(envelopes) == 1:
-            name, params = "publish_one", self._publish_one_params(envelopes[0], seconds)
+            name, params = self._publish_one_params(envelopes[0], seconds)
         else:
             name, params = "publish", self._publish_params(envelopes, seconds)
         with connection_errors(self.conninfo):
@@ -379,8 +388,9 @@ class PostgresBackend:
 
     async def _record_acks(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
         params = {"ids": text_array(ids), "attempts": number_array(attempts), "owner": self.owner}
-        _, rows = await self._execute_retrying("ack", params)
-        return {row[0] for row in rows}
+        _, lost = await self._execute_retrying("ack", params)
+        refused = {row[0] for row in lost}
+        return {row_id for row_id in ids if row_id not in refused}
 
     async def _execute_retrying(
         self, name: str, params: dict[str, Any]

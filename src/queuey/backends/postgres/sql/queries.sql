@@ -50,6 +50,18 @@ WITH inserted AS (
 )
 SELECT pg_notify(%(channel)s, queue) FROM inserted WHERE status = 'pending';
 
+-- name: publish_job
+-- The most common enqueue: one first-attempt typed job, due now, no headers, no message TTL.
+-- Every other column takes its default (pending, due now(), no expiry), so the statement carries
+-- only what varies.
+WITH inserted AS (
+    INSERT INTO {table} (id, kind, queue, job_type, priority, payload, enqueued_at_ms)
+    VALUES (%(id)s::uuid, 'job', %(queue)s, %(job_type)s, %(priority)s, %(payload)s::json,
+            %(enqueued_at_ms)s)
+    RETURNING queue
+)
+SELECT pg_notify(%(channel)s, queue) FROM inserted;
+
 -- name: claim
 -- Take up to %(limit)s due rows of one queue, skipping rows other workers hold. A row that
 -- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
@@ -88,13 +100,18 @@ WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts
 
 -- name: ack
 -- Successes, many at once, each fenced: a row is done only while this owner still holds the
--- attempt it ran. Returns the ids recorded; a delivery whose id is missing lost its claim.
-UPDATE {table} AS m
-SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL
-FROM unnest(%(ids)s::uuid[], %(attempts)s::int[]) AS s(id, attempts)
-WHERE m.id = s.id AND m.status = 'running' AND m.claimed_by = %(owner)s
-  AND m.attempts = s.attempts
-RETURNING m.id::text;
+-- attempt it ran. Returns the ids NOT recorded (their claim was lost), usually none.
+WITH acked AS (
+    SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[]) AS a(id, attempts)
+), done AS (
+    UPDATE {table} AS m
+    SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL
+    FROM acked
+    WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
+      AND m.attempts = acked.attempts
+    RETURNING m.id
+)
+SELECT acked.id::text FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
 
 -- name: reschedule
 -- Retry or deferral, fenced: back to pending after %(delay)s seconds.
