@@ -73,10 +73,15 @@ class Bench(Protocol):
         """Empty the queue between repetitions."""
         ...
 
-    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> None:
+    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> float:
         """Enqueue ``payloads`` no-op jobs: all in one bulk call when ``bulk``, else one at a
         time, each awaited, starting one every ``interval_s`` seconds (0 = back to back).
-        Each job's payload carries ``time.time()`` taken just before its enqueue."""
+        Each job's payload carries ``time.time()`` taken just before its enqueue.
+
+        Returns:
+            The seconds spent building and enqueuing the jobs, once connected (connection
+            set-up is not timed, for any system).
+        """
         ...
 
     async def work(self, tally: Tally, ready: Callable[[], None]) -> None:

@@ -48,18 +48,20 @@ class QueueyBench:
         async with self.open_backend() as backend:
             await self.purge(backend)
 
-    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> None:
+    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> float:
         async with self.open_backend() as backend:
             producer = await Producer.create(BenchQueues, backend)
+            started = time.perf_counter()
             if bulk:
                 await producer.enqueue_many([Noop(t=time.time()) for _ in range(payloads)])
-                return
+                return time.perf_counter() - started
             loop = asyncio.get_running_loop()
             start = loop.time()
             for i in range(payloads):
                 if interval_s:
                     await asyncio.sleep(max(0.0, start + i * interval_s - loop.time()))
                 await producer.enqueue(Noop(t=time.time()))
+            return time.perf_counter() - started
 
     async def work(self, tally: Tally, ready: Callable[[], None]) -> None:
         async with self.open_backend() as backend:

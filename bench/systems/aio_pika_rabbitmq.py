@@ -59,21 +59,23 @@ class AioPikaRabbitmq:
             queue = await channel.declare_queue(QUEUE, durable=True)
             await queue.purge()
 
-    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> None:
+    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> float:
         async with await aio_pika.connect(AMQP_URL) as connection:
             channel = await connection.channel(publisher_confirms=True)
             exchange = channel.default_exchange
+            started = time.perf_counter()
             if bulk:
                 await asyncio.gather(
                     *(exchange.publish(_message(), routing_key=QUEUE) for _ in range(payloads))
                 )
-                return
+                return time.perf_counter() - started
             loop = asyncio.get_running_loop()
             start = loop.time()
             for i in range(payloads):
                 if interval_s:
                     await asyncio.sleep(max(0.0, start + i * interval_s - loop.time()))
                 await exchange.publish(_message(), routing_key=QUEUE)
+            return time.perf_counter() - started
 
     async def work(self, tally: Tally, ready: Callable[[], None]) -> None:
         async with await aio_pika.connect(AMQP_URL) as connection:

@@ -70,16 +70,20 @@ class DramatiqRabbitmq:
         await asyncio.to_thread(self.broker.flush, QUEUE)
         self.broker.close()
 
-    def _send(self, payloads: int, interval_s: float) -> None:
-        start = time.monotonic()
+    def _send(self, payloads: int, interval_s: float) -> float:
+        del self.broker.connection  # a fresh connection for this thread, made before timing
+        self.broker.channel.basic_qos(prefetch_count=1)  # a round trip: the channel is open
+        started = start = time.monotonic()
         for i in range(payloads):
             if interval_s:
                 time.sleep(max(0.0, start + i * interval_s - time.monotonic()))
             self.noop.send(time.time())
+        elapsed = time.monotonic() - started
         self.broker.close()
+        return elapsed
 
-    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> None:
-        await asyncio.to_thread(self._send, payloads, interval_s)
+    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> float:
+        return await asyncio.to_thread(self._send, payloads, interval_s)
 
     async def work(self, tally: Tally, ready: Callable[[], None]) -> None:
         self.tally = tally

@@ -70,19 +70,21 @@ class PgQueuerPostgres:
         finally:
             await conn.close()
 
-    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> None:
+    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> float:
         conn, queries = await self._queries()
         try:
+            started = time.perf_counter()
             if bulk:
-                body = f'{{"t": {time.time()}}}'.encode()
-                await queries.enqueue(["noop"] * payloads, [body] * payloads, [0] * payloads)
-                return
+                bodies = [f'{{"t": {time.time()}}}'.encode() for _ in range(payloads)]
+                await queries.enqueue(["noop"] * payloads, list(bodies), [0] * payloads)
+                return time.perf_counter() - started
             loop = asyncio.get_running_loop()
             start = loop.time()
             for i in range(payloads):
                 if interval_s:
                     await asyncio.sleep(max(0.0, start + i * interval_s - loop.time()))
                 await queries.enqueue("noop", f'{{"t": {time.time()}}}'.encode())
+            return time.perf_counter() - started
         finally:
             await conn.close()
 

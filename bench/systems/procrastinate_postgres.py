@@ -61,18 +61,20 @@ class ProcrastinatePostgres:
         async with self.app.open_async():
             await self.app.connector.execute_query_async("TRUNCATE procrastinate_jobs CASCADE")
 
-    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> None:
+    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> float:
         async with self.app.open_async():
+            started = time.perf_counter()
             if bulk:
                 batch: list[dict[str, Any]] = [{"t": time.time()} for _ in range(payloads)]
                 await self.noop.batch_defer_async(*batch)
-                return
+                return time.perf_counter() - started
             loop = asyncio.get_running_loop()
             start = loop.time()
             for i in range(payloads):
                 if interval_s:
                     await asyncio.sleep(max(0.0, start + i * interval_s - loop.time()))
                 await self.noop.defer_async(t=time.time())
+            return time.perf_counter() - started
 
     async def work(self, tally: Tally, ready: Callable[[], None]) -> None:
         self.tally = tally

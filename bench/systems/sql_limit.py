@@ -112,16 +112,18 @@ class SqlLimit:
                 sql.SQL("TRUNCATE {}").format(sql.Identifier(SCHEMA, "queue_message"))
             )
 
-    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> None:
+    async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> float:
         async with await psycopg.AsyncConnection.connect(DATABASE_URL, autocommit=True) as conn:
+            started = time.perf_counter()
             if bulk:
-                body = json.dumps({"t": time.time()})
+                bodies = [json.dumps({"t": time.time()}) for _ in range(payloads)]
                 ids = [uuid.uuid4() for _ in range(payloads)]
-                await conn.execute(_INSERT_MANY, (QUEUE, ids, [body] * payloads))
-                return
+                await conn.execute(_INSERT_MANY, (QUEUE, ids, bodies))
+                return time.perf_counter() - started
             for _ in range(payloads):
                 body = json.dumps({"t": time.time()})
                 await conn.execute(_INSERT_ONE, (uuid.uuid4(), QUEUE, body))
+            return time.perf_counter() - started
 
     async def work(self, tally: Tally, ready: Callable[[], None]) -> None:
         """Run pgbench over ``tally.expected`` prefilled rows (timed from ``ready``)."""
