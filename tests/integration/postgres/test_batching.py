@@ -8,7 +8,7 @@ import asyncio
 
 from psycopg import sql
 
-from queuey import Job, Producer, Queue, QueueSet
+from queuey import BackendError, Job, Producer, Queue, QueueSet
 from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres._acks import LostClaimError
 from tests.integration.postgres.test_backend import execute
@@ -75,3 +75,25 @@ async def test_bulk_and_single_publishes_keep_text_exactly_and_in_order(
             await delivery.ack()
         assert seen == [*TRICKY, TRICKY[0]]
         await consumer.stop()
+
+
+async def test_publishing_recovers_after_its_kept_connection_is_killed(
+    database_url: str, pg_schema: str
+) -> None:
+    async with PostgresBackend(database_url, schema=pg_schema) as backend:
+        producer = await Producer.create(BatchQueues, backend)
+        await producer.enqueue(Text(text="first"))
+        await producer.enqueue(Text(text="second"))  # through the connection kept for publishes
+        await execute(
+            database_url,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            f"queuey {backend.owner}"[:63],
+        )
+        written = 2
+        try:
+            await producer.enqueue(Text(text="maybe"))
+            written += 1
+        except BackendError:
+            pass  # the kept connection was dead: this one enqueue fails, and says so
+        await producer.enqueue(Text(text="after"))
+        assert await backend.count_pending(BatchQueues.work.name) == written + 1
