@@ -31,6 +31,7 @@ from queuey.backends.postgres._consumer import PgConsumer
 from queuey.backends.postgres._listen import Listener, Outage
 from queuey.backends.postgres._migrate import check_schema, migrate
 from queuey.backends.postgres._pool import make_pool
+from queuey.backends.postgres._publish import bulk_params, single_params
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope, Kind
@@ -191,55 +192,6 @@ class PostgresBackend:
             return None
         return config.message_ttl.total_seconds()
 
-    def _publish_params(self, envelopes: Sequence[Envelope], delay: float) -> dict[str, Any]:
-        ttls: dict[tuple[Kind, str], float | None] = {}
-        for e in envelopes:
-            if (e.kind, e.queue) not in ttls:
-                ttls[e.kind, e.queue] = self._ttl(e.kind, e.queue)
-        return {
-            "ids": text_array([e.job_id for e in envelopes]),
-            "kinds": text_array([e.kind for e in envelopes]),
-            "queues": text_array([e.queue for e in envelopes]),
-            "job_types": text_array([e.job_type for e in envelopes]),
-            "priorities": number_array([e.priority for e in envelopes]),
-            "attempts": number_array([e.attempt for e in envelopes]),
-            "deferrals": number_array([e.deferrals for e in envelopes]),
-            "payloads": json.dumps([e.payload for e in envelopes]),
-            "headers": json.dumps([e.headers for e in envelopes]),
-            "published_by": text_array([e.headers.get("published_by", "") for e in envelopes]),
-            "enqueued_at_ms": number_array([e.enqueued_at_ms for e in envelopes]),
-            "ttls": number_array([ttls[e.kind, e.queue] for e in envelopes]),
-            "delay": delay,
-            "channel": self.channel,
-        }
-
-    def _publish_one_params(self, envelope: Envelope, delay: float) -> tuple[str, dict[str, Any]]:
-        """The statement for one envelope and its parameters: ``publish_job`` when every column
-        it leaves out takes its default, else ``publish_one``."""
-        ttl = self._ttl(envelope.kind, envelope.queue)
-        params: dict[str, Any] = {
-            "id": envelope.job_id,
-            "queue": envelope.queue,
-            "job_type": envelope.job_type,
-            "priority": envelope.priority,
-            "payload": json.dumps(envelope.payload),
-            "enqueued_at_ms": envelope.enqueued_at_ms,
-            "channel": self.channel,
-        }
-        plain = envelope.kind == "job" and envelope.attempt == 1 and not envelope.deferrals
-        if plain and not envelope.headers and not delay and ttl is None:
-            return "publish_job", params
-        params.update(
-            kind=envelope.kind,
-            attempt=envelope.attempt,
-            deferrals=envelope.deferrals,
-            headers=json.dumps(envelope.headers),
-            published_by=envelope.headers.get("published_by", ""),
-            ttl=ttl,
-            delay=delay,
-        )
-        return "publish_one", params
-
     async def publish(
         self,
         envelopes: Sequence[Envelope],
@@ -264,9 +216,9 @@ class PostgresBackend:
             return
         seconds = 0.0 if delay is None else delay.total_seconds()
         if len(envelopes) == 1:
-            name, params = self._publish_one_params(envelopes[0], seconds)
+            name, params = single_params(envelopes[0], seconds, self._ttl, self.channel)
         else:
-            name, params = "publish", self._publish_params(envelopes, seconds)
+            name, params = "publish", bulk_params(envelopes, seconds, self._ttl, self.channel)
         with connection_errors(self.conninfo):
             if connection is not None:
                 await connection.execute(self.statements[name], params)
