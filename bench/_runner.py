@@ -74,11 +74,11 @@ def _peak_rss_mb(pid: int) -> float:
 class _Worker:
     """A ``work`` child: started, waited for until ready, then read for its result."""
 
-    def __init__(self, system: str, jobs: int) -> None:
+    def __init__(self, system: str, jobs: int, latencies: bool = False) -> None:
         self.what = f"{system} work {jobs}"
         self.errors = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
-            _command(system, "work", jobs),
+            _command(system, "work", jobs, int(latencies)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errors,
@@ -119,7 +119,7 @@ def _drain(system: str, jobs: int) -> tuple[float, float]:
 
 
 def _latency(system: str, plan: Plan) -> list[float]:
-    worker = _Worker(system, plan.latency_jobs)
+    worker = _Worker(system, plan.latency_jobs, latencies=True)
     worker.ready()
     _step(system, "single", plan.latency_jobs, plan.latency_interval_ms)
     document, _ = worker.result()

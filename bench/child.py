@@ -1,11 +1,11 @@
-"""One measurement step in a fresh process: ``python -m bench.child SYSTEM ACTION [N] [MS]``.
+"""One measurement step in a fresh process: ``python -m bench.child SYSTEM ACTION [N] [X]``.
 
 Actions: ``setup``, ``teardown``, ``clear``, ``single N [MS]`` (one at a time, one every MS
-milliseconds), ``bulk N`` and ``work N``. ``single`` and ``bulk`` empty the queue first
-(untimed), except a paced ``single``, which feeds a worker that is already running. Each
-prints one JSON line on stdout. ``work`` first prints ``{"ready": true}`` once its worker is
-connected, then its result, and then waits for stdin to close, so that the parent can read the
-process's peak RSS (``VmHWM``) before it exits.
+milliseconds), ``bulk N`` and ``work N [1]`` (1: record each job's latency). ``single`` and
+``bulk`` empty the queue first (untimed), except a paced ``single``, which feeds a worker that
+is already running. Each prints one JSON line on stdout. ``work`` first prints
+``{"ready": true}`` once its worker is connected, then its result, and then waits for stdin to
+close, so that the parent can read the process's peak RSS (``VmHWM``) before it exits.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ async def _run(system: str, action: str, count: int, interval_ms: float) -> dict
         seconds = await bench.enqueue(count, action == "bulk", interval_ms / 1000.0)
         return {"seconds": seconds}
     if action == "work":
-        tally = Tally(count, asyncio.get_running_loop())
+        tally = Tally(count, asyncio.get_running_loop(), record=bool(interval_ms))
         marks: list[float] = []
 
         def ready() -> None:

@@ -31,13 +31,17 @@ class Tally:
 
     ``hit(t)`` is called by a handler as it starts, with ``t`` the ``time.time()`` (seconds)
     taken by the producer just before it enqueued that job. ``done`` is set once ``expected``
-    starts were seen. A system without a worker (the SQL limit) sets ``elapsed_s`` itself.
+    starts were seen. Latencies are kept only when ``record`` (a drain keeps none, so that the
+    worker's peak RSS is the worker's, not the harness's). A system without a worker (the SQL
+    limit) sets ``elapsed_s`` itself.
     """
 
-    def __init__(self, expected: int, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, expected: int, loop: asyncio.AbstractEventLoop, record: bool = True) -> None:
         self.expected = expected
         self.elapsed_s: float | None = None
         self.latencies_ms: list[float] = []
+        self.count = 0
+        self._record = record
         self.done = asyncio.Event()
         self._loop = loop
         self._lock = threading.Lock()
@@ -46,8 +50,10 @@ class Tally:
         """Record one handler start (thread-safe)."""
         now = time.time()
         with self._lock:
-            self.latencies_ms.append((now - enqueued_at) * 1000.0)
-            finished = len(self.latencies_ms) == self.expected
+            if self._record:
+                self.latencies_ms.append((now - enqueued_at) * 1000.0)
+            self.count += 1
+            finished = self.count == self.expected
         if finished:
             self._loop.call_soon_threadsafe(self.done.set)
 
