@@ -12,14 +12,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any, NoReturn
+from typing import IO, Any, NoReturn, TypeVar
 
 from bench._model import Plan, Run, summarise
 
 __all__ = ["SystemResult", "measure"]
 
 _STEP_TIMEOUT_S = 600.0
+_RETRY_PAUSE_S = 5.0
+T = TypeVar("T")
 _WORKERLESS = {"sql-limit"}
 _RSS_FLATNESS = {"queuey-postgres", "queuey-rabbitmq"}
 
@@ -139,15 +142,27 @@ def measure(system: str, plan: Plan) -> SystemResult:
     is returned as ``SystemResult.error``)."""
     result = SystemResult(system)
     try:
-        settings = _step(system, "setup")["settings"]
-        try:
-            result.runs = _repeat(system, plan, settings)
-        finally:
-            _step(system, "teardown")
+        settings = _retrying(system, lambda: _step(system, "setup"))["settings"]
+        result.runs = _repeat(system, plan, settings)
     except Exception as exc:
         result.error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
         _log(f"  {system}: FAILED: {exc}")
+    try:
+        _retrying(system, lambda: _step(system, "teardown"))
+    except Exception as exc:  # the figures stand; the schema or queue is left behind
+        _log(f"  {system}: teardown failed: {str(exc).strip().splitlines()[-1]}")
     return result
+
+
+def _retrying(system: str, step: Callable[[], T]) -> T:
+    """``step()``, tried once more after ``_RETRY_PAUSE_S`` if it fails: other people's test
+    suites on this machine restart PostgreSQL and RabbitMQ now and then."""
+    try:
+        return step()
+    except Exception as exc:
+        _log(f"  {system}: {str(exc).strip().splitlines()[-1]}; retrying once")
+        time.sleep(_RETRY_PAUSE_S)
+        return step()
 
 
 def _repeat(system: str, plan: Plan, settings: dict[str, Any]) -> list[Run]:
@@ -158,25 +173,32 @@ def _repeat(system: str, plan: Plan, settings: dict[str, Any]) -> list[Run]:
 
     for rep in range(plan.repetitions):
         _log(f"  {system}: repetition {rep + 1}/{plan.repetitions}")
-        add(
-            "enqueue_single",
-            plan.single_jobs / _step(system, "single", plan.single_jobs)["seconds"],
-        )
-        add("enqueue_bulk", plan.bulk_jobs / _step(system, "bulk", plan.bulk_jobs)["seconds"])
-        rate, rss = _drain(system, plan.drain_jobs)
-        add("drain", rate)
-        if system in _WORKERLESS:
-            continue
-        add("rss_mb", rss)
-        latencies = _latency(system, plan)
-        add("latency_p50", _percentile(latencies, 0.50))
-        add("latency_p95", _percentile(latencies, 0.95))
-        add("latency_p99", _percentile(latencies, 0.99))
+        for measurement, value in _retrying(system, lambda: _repetition(system, plan)).items():
+            add(measurement, value)
     runs = []
     for measurement, series in values.items():
         extra = _settings_for(system, measurement, plan, settings)
         runs.append(summarise(system, measurement, series, extra))
     return runs
+
+
+def _repetition(system: str, plan: Plan) -> dict[str, float]:
+    """One repetition of every measurement of ``system``."""
+    single = _step(system, "single", plan.single_jobs)["seconds"]
+    bulk = _step(system, "bulk", plan.bulk_jobs)["seconds"]
+    values = {"enqueue_single": plan.single_jobs / single, "enqueue_bulk": plan.bulk_jobs / bulk}
+    rate, rss = _drain(system, plan.drain_jobs)
+    values["drain"] = rate
+    if system in _WORKERLESS:
+        return values
+    latencies = _latency(system, plan)
+    values.update(
+        rss_mb=rss,
+        latency_p50=_percentile(latencies, 0.50),
+        latency_p95=_percentile(latencies, 0.95),
+        latency_p99=_percentile(latencies, 0.99),
+    )
+    return values
 
 
 def _settings_for(
@@ -194,8 +216,8 @@ def _settings_for(
     extra = {**settings, **size, "repetitions": plan.repetitions}
     if measurement == "rss_mb" and system in _RSS_FLATNESS:
         _log(f"  {system}: RSS at {plan.rss_small} and {plan.rss_large} drained jobs")
-        small = _drain(system, plan.rss_small)[1]
-        large = _drain(system, plan.rss_large)[1]
+        small = _retrying(system, lambda: _drain(system, plan.rss_small))[1]
+        large = _retrying(system, lambda: _drain(system, plan.rss_large))[1]
         extra["peak_rss_mb_by_drained_jobs"] = {
             str(plan.rss_small): round(small, 2),
             str(plan.rss_large): round(large, 2),
