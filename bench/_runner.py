@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import IO, Any, NoReturn, TypeVar
 
 from bench._model import Plan, Run, summarise
@@ -137,21 +138,49 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def measure(system: str, plan: Plan) -> SystemResult:
-    """Run every measurement of ``system`` ``plan.repetitions`` times; never raises (a failure
-    is returned as ``SystemResult.error``)."""
-    result = SystemResult(system)
-    try:
-        settings = _retrying(system, lambda: _step(system, "setup"))["settings"]
-        result.runs = _repeat(system, plan, settings)
-    except Exception as exc:
-        result.error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
-        _log(f"  {system}: FAILED: {exc}")
-    try:
-        _retrying(system, lambda: _step(system, "teardown"))
-    except Exception as exc:  # the figures stand; the schema or queue is left behind
-        _log(f"  {system}: teardown failed: {str(exc).strip().splitlines()[-1]}")
-    return result
+def measure(systems: list[str], plan: Plan) -> list[SystemResult]:
+    """Every measurement of every system, ``plan.repetitions`` times. The repetitions are
+    interleaved (the first of every system, then the second…), so that a change of load on a
+    shared machine weighs on every system alike. Never raises: a system that fails is
+    returned with ``SystemResult.error`` and the others go on."""
+    results = {system: SystemResult(system) for system in systems}
+    settings: dict[str, dict[str, Any]] = {}
+    values: dict[str, dict[str, list[float]]] = {system: {} for system in systems}
+    for system in systems:
+        try:
+            settings[system] = _retrying(system, partial(_step, system, "setup"))["settings"]
+        except Exception as exc:
+            _fail(results[system], exc)
+    for rep in range(plan.repetitions):
+        for system in [s for s in systems if results[s].error is None]:
+            _log(f"  {system}: repetition {rep + 1}/{plan.repetitions}")
+            try:
+                figures = _retrying(system, partial(_repetition, system, plan))
+            except Exception as exc:
+                _fail(results[system], exc)
+                continue
+            for measurement, value in figures.items():
+                values[system].setdefault(measurement, []).append(value)
+    for system in systems:
+        result = results[system]
+        if result.error is None:
+            try:
+                result.runs = [
+                    summarise(system, m, series, _settings_for(system, m, plan, settings[system]))
+                    for m, series in values[system].items()
+                ]
+            except Exception as exc:
+                _fail(result, exc)
+        try:
+            _retrying(system, partial(_step, system, "teardown"))
+        except Exception as exc:  # the figures stand; the schema or queue is left behind
+            _log(f"  {system}: teardown failed: {str(exc).strip().splitlines()[-1]}")
+    return [results[system] for system in systems]
+
+
+def _fail(result: SystemResult, exc: Exception) -> None:
+    result.error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+    _log(f"  {result.system}: FAILED: {exc}")
 
 
 def _retrying(system: str, step: Callable[[], T]) -> T:
@@ -163,23 +192,6 @@ def _retrying(system: str, step: Callable[[], T]) -> T:
         _log(f"  {system}: {str(exc).strip().splitlines()[-1]}; retrying once")
         time.sleep(_RETRY_PAUSE_S)
         return step()
-
-
-def _repeat(system: str, plan: Plan, settings: dict[str, Any]) -> list[Run]:
-    values: dict[str, list[float]] = {}
-
-    def add(measurement: str, value: float) -> None:
-        values.setdefault(measurement, []).append(value)
-
-    for rep in range(plan.repetitions):
-        _log(f"  {system}: repetition {rep + 1}/{plan.repetitions}")
-        for measurement, value in _retrying(system, lambda: _repetition(system, plan)).items():
-            add(measurement, value)
-    runs = []
-    for measurement, series in values.items():
-        extra = _settings_for(system, measurement, plan, settings)
-        runs.append(summarise(system, measurement, series, extra))
-    return runs
 
 
 def _repetition(system: str, plan: Plan) -> dict[str, float]:
