@@ -13,7 +13,16 @@ from rich.console import Console
 from rich.table import Table
 
 from queuey.backends.base import Backend
-from queuey.cli import DATABASE_URL, SCHEMA, load_attr, main, require, run_async, run_until_signal
+from queuey.cli import (
+    AMQP_URL,
+    DATABASE_URL,
+    SCHEMA,
+    load_attr,
+    main,
+    require,
+    run_async,
+    run_until_signal,
+)
 
 
 async def _open_backend(
@@ -43,7 +52,7 @@ async def _open_backend(
     show_default=True,
 )
 @DATABASE_URL
-@click.option("--amqp-url", envvar="QUEUEY_AMQP_URL", help="RabbitMQ URL (or QUEUEY_AMQP_URL).")
+@AMQP_URL
 @click.option(
     "--schema", default="queuey_demo", show_default=True, help="PostgreSQL schema the demo uses."
 )
