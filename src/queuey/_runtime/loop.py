@@ -196,7 +196,9 @@ class ConsumeLoop:
             task.cancel()
         if late:
             log.warning(
-                "shutdown grace passed; %d handler(s) cancelled, to be redelivered", len(late)
+                "shutdown %s; %d handler(s) cancelled and handed back, to be delivered again",
+                "forced" if self._force.is_set() else "grace passed",
+                len(late),
             )
             await asyncio.wait(late)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -109,7 +110,13 @@ def worker_command(target: str) -> None:
     async def serve() -> None:
         worker = obj
         if not isinstance(worker, Worker) and callable(worker):
-            worker = worker()
+            try:
+                inspect.signature(obj).bind()
+            except (TypeError, ValueError):
+                raise click.UsageError(
+                    f"{target} must be a Worker or a factory taking no arguments"
+                ) from None
+            worker = obj()
             if asyncio.iscoroutine(worker):
                 worker = await worker
         if not isinstance(worker, Worker):
