@@ -278,8 +278,14 @@ async def test_the_claim_uses_the_partial_index_beside_many_done_rows(
     producer = await Producer.create(PgQueues, backend)
     await producer.enqueue_many([Ping(n=n) for n in range(20)])
     await execute(database_url, sql.SQL("ANALYZE {}").format(table(schema)))
-    params = {"kind": "job", "queue": "pg.fast", "limit": 10, "owner": "x", "lease": 30.0,
-              "job_types": None}
+    params = {
+        "kind": "job",
+        "queue": "pg.fast",
+        "limit": 10,
+        "owner": "x",
+        "lease": 30.0,
+        "job_types": None,
+    }
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
         claim = backend.statements["claim"]
         cursor = await conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + claim, params)
@@ -390,8 +396,9 @@ async def test_transactional_publish_commits_with_the_caller(
     assert await backend.count_pending("pg.fast") == 1
 
 
-class Flaky(Job[PgQueues], queue=PgQueues.other, name="pg.Flaky",
-            retry=RetryPolicy.fixed(2, "50ms")):
+class Flaky(
+    Job[PgQueues], queue=PgQueues.other, name="pg.Flaky", retry=RetryPolicy.fixed(2, "50ms")
+):
     n: int = 0
 
 
