@@ -42,20 +42,37 @@ class Producer(Generic[Q]):
         """A producer that declares nothing (on RabbitMQ it cannot ``defer``)."""
         return cls(queue_set, backend)
 
-    def _envelope(self, job: Job[Q], priority: int = 0) -> Envelope:
-        job_type = type(job)
-        if not isinstance(job, Job) or job_type.job_queue().queue_set is not self.queue_set:
+    def _target(self, job_type: type[Any]) -> tuple[str, str]:
+        """``(job name, queue name)`` of a job class of this producer's set.
+
+        Raises:
+            TypeError: ``job_type`` is not a job of this producer's queue set.
+        """
+        if not (isinstance(job_type, type) and issubclass(job_type, Job)) or (
+            job_type.job_queue().queue_set is not self.queue_set
+        ):
             owner = getattr(getattr(job_type, "__queuey_queue__", None), "queue_set", None)
             raise TypeError(
                 f"{job_type.__qualname__} belongs to "
                 f"{getattr(owner, '__name__', 'no queue set')}, not {self.queue_set.__name__}"
             )
-        return Envelope.new(
-            job_type.job_name(),
-            job_type.job_queue().name,
-            job.model_dump(mode="json"),
-            priority=priority,
-        )
+        return job_type.job_name(), job_type.job_queue().name
+
+    def _envelope(self, job: Job[Q], priority: int = 0) -> Envelope:
+        name, queue = self._target(type(job))
+        return Envelope.new(name, queue, job.model_dump(mode="json"), priority=priority)
+
+    def _envelopes(self, jobs: Sequence[Job[Q]]) -> list[Envelope]:
+        """One envelope per job, each job class checked and resolved once per call."""
+        targets: dict[type[Any], tuple[str, str]] = {}
+        envelopes = []
+        for job in jobs:
+            job_type = type(job)
+            target = targets.get(job_type)
+            if target is None:
+                target = targets[job_type] = self._target(job_type)
+            envelopes.append(Envelope.new(target[0], target[1], job.model_dump(mode="json")))
+        return envelopes
 
     async def enqueue(self, job: Job[Q], *, connection: Any = None) -> str:
         """Enqueue ``job`` for now at priority 0; returns its job id (a UUID string).
@@ -114,7 +131,7 @@ class Producer(Generic[Q]):
             TypeError: a job belongs to another queue set (nothing is enqueued).
             BackendError: the backend refused them.
         """
-        envelopes = [self._envelope(job) for job in jobs]
+        envelopes = self._envelopes(jobs)
         if envelopes:
             wait = None if delay is None else parse_delay(delay, "enqueue_many delay")
             await self.backend.publish(envelopes, wait or timedelta(0), connection=connection)

@@ -58,7 +58,7 @@ async def execute(
     except ValidationError as exc:
         detail = clean_text(f"{exc.errors()[0]['msg']} ({exc.error_count()} errors)")
         return DeadLetter(f"decode error: {detail}"), None
-    policy = entry.job_type.effective_retry()
+    policy = entry.retry
     ctx = _context(envelope, policy.max_attempts)
     error = await run_handler(
         entry.call, (job, ctx), is_async=entry.is_async, executor=executor, timeout=timeout

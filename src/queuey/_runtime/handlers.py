@@ -14,18 +14,21 @@ from typing import Any
 
 from queuey._runtime.invoke import is_coroutine_callable
 from queuey.jobs import Job, JobContext
+from queuey.retry import RetryPolicy
 
 __all__ = ["HandlerEntry", "make_entry", "takes_context"]
 
 
 @dataclass(frozen=True)
 class HandlerEntry:
-    """A registered handler: the job class, the callable and whether it is a coroutine."""
+    """A registered handler: the job class, the callable, whether it is a coroutine, and the
+    job's effective retry policy (resolved once, at registration)."""
 
     job_type: type[Job[Any]]
     call: Callable[[Any, JobContext], Any]
     is_async: bool
     name: str
+    retry: RetryPolicy
 
 
 def _callable_of(target: object) -> Callable[..., Any]:
@@ -76,4 +79,4 @@ def make_entry(job_type: type[Job[Any]], target: object) -> HandlerEntry:
         single = call
         call = lambda job, ctx: single(job)  # noqa: E731
     name = getattr(target, "__qualname__", type(target).__qualname__)
-    return HandlerEntry(job_type, call, is_async, name)
+    return HandlerEntry(job_type, call, is_async, name, job_type.effective_retry())

@@ -46,6 +46,8 @@ async def invoke(
         Exception: whatever the handler raised.
     """
     limit = None if timeout is None else timeout.total_seconds()
+    if is_async and limit is None:
+        return await call(*args)
     if is_async:
         async with asyncio.timeout(limit) as scope:
             try:

@@ -1,9 +1,11 @@
 """The consume loop shared by the typed-job ``Worker`` and the topic ``Subscriber``.
 
-Seed ``001``'s shape (SEEDS-DIGEST §2.7): one fetcher per queue forwards deliveries into one
-dispatch channel; the dispatcher takes a concurrency slot *before* receiving, so an idle queue
-never holds a slot that a busy one needs; each delivery is handled in its own task by the
-caller's ``process`` callable, which settles it.
+Seed ``001``'s shape (SEEDS-DIGEST §2.7), without its dispatch hop: one fetcher per queue
+takes a concurrency slot only once it holds a delivery, so an idle queue never holds a slot that
+a busy one needs, and waiting fetchers get slots in turn (the semaphore is FIFO), so no queue
+starves another; each delivery is handled in its own task by the caller's ``process`` callable,
+which settles it. A fetcher hands out everything its consumer has buffered without yielding to
+the event loop in between (no channel round trip per delivery).
 
 Pause takes effect at once: no handler starts while paused (running ones finish) and the
 consumers are stopped. A delivery a consumer had already handed out (a PostgreSQL consumer
@@ -33,8 +35,6 @@ log = logging.getLogger("queuey.worker")
 
 Process = Callable[[Delivery, QueueConfig, Executor], Coroutine[Any, Any, None]]
 """Handles and settles one delivery; plain (blocking) handlers go to the given executor."""
-
-_Channel = asyncio.Queue[tuple[Delivery, QueueConfig] | None]
 
 
 class ConsumeLoop:
@@ -125,12 +125,11 @@ class ConsumeLoop:
 
     async def _session(self, executor: Executor) -> bool:
         """Consume until paused or stopped (returns true: go on) or a consumer ends (false)."""
-        channel: _Channel = asyncio.Queue(maxsize=1)
         consumers = [(self._backend.consumer(config), config) for config in self._configs]
         fetchers = [
-            asyncio.create_task(_fetch(consumer, config, channel)) for consumer, config in consumers
+            asyncio.create_task(self._fetch(consumer, config, executor))
+            for consumer, config in consumers
         ]
-        dispatcher = asyncio.create_task(self._dispatch(channel, executor))
         interrupted = asyncio.create_task(_first_of(self._stop.wait(), self._paused.wait()))
         try:
             done, _ = await asyncio.wait(
@@ -141,21 +140,14 @@ class ConsumeLoop:
             for consumer, _ in consumers:
                 await consumer.stop()
             results = await asyncio.gather(*fetchers, return_exceptions=True)
-            await channel.put(None)
-            await dispatcher
         for result in results:
             if isinstance(result, BaseException):
                 raise result
         return interrupted in done
 
-    async def _dispatch(self, channel: _Channel, executor: Executor) -> None:
-        while True:
+    async def _fetch(self, consumer: Consumer, config: QueueConfig, executor: Executor) -> None:
+        while (delivery := await consumer.next()) is not None:
             await self._slots.acquire()
-            item = await channel.get()
-            if item is None:
-                self._slots.release()
-                return
-            delivery, config = item
             if self._paused.is_set():  # pulled just before the pause: hand it back untouched
                 await release(delivery)
                 self._slots.release()
@@ -201,11 +193,6 @@ class ConsumeLoop:
                 len(late),
             )
             await asyncio.wait(late)
-
-
-async def _fetch(consumer: Consumer, config: QueueConfig, channel: _Channel) -> None:
-    while (delivery := await consumer.next()) is not None:
-        await channel.put((delivery, config))
 
 
 async def _first_of(*waits: Awaitable[object]) -> None:

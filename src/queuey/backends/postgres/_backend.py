@@ -21,13 +21,17 @@ from datetime import timedelta
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import TupleRow
-from psycopg_pool import AsyncConnectionPool
 
+from queuey.backends.postgres._acks import AckBatch, LostClaimError
+from queuey.backends.postgres._arrays import number_array, text_array
 from queuey.backends.postgres._conninfo import connection_errors
 from queuey.backends.postgres._consumer import PgConsumer
 from queuey.backends.postgres._listen import Listener, Outage
 from queuey.backends.postgres._migrate import check_schema, migrate
+from queuey.backends.postgres._pool import make_pool
+from queuey.backends.postgres._publish import bulk_params, single_params
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope, Kind
@@ -101,14 +105,12 @@ class PostgresBackend:
         _positive(pool_size, "pool_size")
         self.poll_only = poll_only
         self.owner = process_identity()
-        self._pool = AsyncConnectionPool(
-            conninfo,
-            min_size=1,
-            max_size=pool_size,
-            open=False,
-            kwargs={"autocommit": True},
-            check=AsyncConnectionPool.check_connection,
-        )
+        self._pool = make_pool(conninfo, pool_size, f"queuey {self.owner}")
+        # One pooled connection kept out for publishes one after another: a publish that finds
+        # it free skips the pool's checkout and return (a tenth of a single enqueue).
+        self._spare: psycopg.AsyncConnection[TupleRow] | None = None
+        self._spare_busy = False
+        self._acks = AckBatch(self._record_acks)
         self._declared: dict[tuple[Kind, str], QueueConfig] = {}
         self._consumers: dict[str, list[PgConsumer]] = {}
         self._held: set[str] = set()
@@ -172,6 +174,10 @@ class PostgresBackend:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        await self._acks.close()
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            await self._pool.putconn(spare)
         await self._pool.close()
 
     def _check_open(self) -> None:
@@ -191,24 +197,6 @@ class PostgresBackend:
         if config is None or config.message_ttl is None:
             return None
         return config.message_ttl.total_seconds()
-
-    def _publish_params(self, envelopes: Sequence[Envelope], delay: float) -> dict[str, Any]:
-        return {
-            "ids": [e.job_id for e in envelopes],
-            "kinds": [e.kind for e in envelopes],
-            "queues": [e.queue for e in envelopes],
-            "job_types": [e.job_type for e in envelopes],
-            "priorities": [e.priority for e in envelopes],
-            "attempts": [e.attempt for e in envelopes],
-            "deferrals": [e.deferrals for e in envelopes],
-            "payloads": [json.dumps(e.payload) for e in envelopes],
-            "headers": [json.dumps(e.headers) for e in envelopes],
-            "published_by": [e.headers.get("published_by", "") for e in envelopes],
-            "enqueued_at_ms": [e.enqueued_at_ms for e in envelopes],
-            "ttls": [self._ttl(e.kind, e.queue) for e in envelopes],
-            "delay": delay,
-            "channel": self.channel,
-        }
 
     async def publish(
         self,
@@ -233,13 +221,43 @@ class PostgresBackend:
         if not envelopes:
             return
         seconds = 0.0 if delay is None else delay.total_seconds()
-        params = self._publish_params(envelopes, seconds)
+        if len(envelopes) == 1:
+            name, params = single_params(envelopes[0], seconds, self._ttl, self.channel)
+        else:
+            name, params = "publish", bulk_params(envelopes, seconds, self._ttl, self.channel)
         with connection_errors(self.conninfo):
             if connection is not None:
-                await connection.execute(self.statements["publish"], params)
+                await connection.execute(self.statements[name], params)
                 return
+            try:
+                await self._publish_on_own(self.statements[name], params)
+            except psycopg.OperationalError:
+                # A restart kills every connection: check them, so the next call gets a live one.
+                await self._recheck_pool()
+                raise
+
+    async def _publish_on_own(self, statement: sql.Composed, params: dict[str, Any]) -> None:
+        """Run a publish on the kept connection when it is free, else on a pooled one."""
+        spare = self._spare
+        if spare is None or self._spare_busy:
             async with self._pool.connection() as conn:
-                await conn.execute(self.statements["publish"], params)
+                await conn.execute(statement, params)
+                if self._spare is None and not self._spare_busy:
+                    await self._keep_spare()
+            return
+        self._spare_busy = True
+        try:
+            await spare.execute(statement, params)
+        except BaseException:
+            self._spare = None  # maybe broken: back to the pool, which checks it
+            await self._pool.putconn(spare)
+            raise
+        finally:
+            self._spare_busy = False
+
+    async def _keep_spare(self) -> None:
+        with contextlib.suppress(Exception):
+            self._spare = await self._pool.getconn(timeout=0.1)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Publish ``envelope`` due after ``delay`` at its own (top) priority."""
@@ -293,6 +311,7 @@ class PostgresBackend:
                 rows = await cursor.fetchall() if cursor.description else []
         except (psycopg.Error, OSError, TimeoutError) as exc:
             self._outage.failed(exc)
+            await self._recheck_pool()
             return None
         if self._outage.down:
             self._outage.recovered()
@@ -318,9 +337,9 @@ class PostgresBackend:
         )
         if rows is None:
             return None
-        rows.sort(key=lambda r: (-r[4], r[9], r[10]))
+        rows.sort(key=lambda r: r[9])
         self._held.update(r[0] for r in rows)
-        return [(r[0], _envelope(config, r, r[11]), r[11] > 0) for r in rows]
+        return [(r[0], _envelope(config, r, r[10]), r[10] > 0) for r in rows]
 
     async def next_due(self, config: QueueConfig) -> float | None:
         """Seconds until the next pending row of the queue is due, if any."""
@@ -337,35 +356,72 @@ class PostgresBackend:
         return max(0.0, float(rows[0][0]))
 
     async def settle(self, name: str, params: dict[str, Any], row_id: str) -> None:
-        """Run a fenced settle statement, retrying connection failures.
+        """Run one fenced settle statement, retrying connection failures.
 
         Raises:
-            BackendError: the claim was lost (another worker took the row after the lease) or
-                the database stayed unreachable; the row is then redelivered after its lease.
+            LostClaimError: the claim was lost (another worker took the row after the lease).
+            BackendError: the database stayed unreachable; the row is then redelivered after its
+                lease.
         """
         try:
-            for attempt in range(_SETTLE_ATTEMPTS):
-                try:
-                    async with self._pool.connection(timeout=5) as conn:
-                        cursor = await conn.execute(self.statements[name], params)
-                    break
-                except (psycopg.OperationalError, OSError, TimeoutError) as exc:
-                    if attempt == _SETTLE_ATTEMPTS - 1:
-                        raise BackendError(
-                            f"could not record outcome of job {row_id}: {redact(str(exc))}"
-                        ) from None
-                    await asyncio.sleep(0.2 * 2**attempt)
-                except psycopg.Error as exc:
-                    raise BackendError(
-                        f"could not record outcome of job {row_id}: {redact(str(exc))}"
-                    ) from None
+            rowcount, _ = await self._execute_retrying(name, params)
+        except BackendError as exc:
+            raise BackendError(f"could not record outcome of job {row_id}: {exc}") from None
         finally:
             self._held.discard(row_id)
-        if cursor.rowcount == 0:
-            raise BackendError(
+        if rowcount == 0:
+            raise LostClaimError(
                 f"job {row_id}: the claim was lost (its lease expired and the row was "
                 "reclaimed); the outcome was not recorded"
             )
+
+    async def ack(self, row_id: str, attempts: int) -> None:
+        """Record the success of ``row_id``'s run ``attempts``; acks issued together are
+        recorded by one fenced statement (``AckBatch``).
+
+        Raises:
+            LostClaimError, BackendError: as for ``settle``.
+        """
+        try:
+            await self._acks.ack(row_id, attempts)
+        finally:
+            self._held.discard(row_id)
+
+    async def _record_acks(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
+        params = {"ids": text_array(ids), "attempts": number_array(attempts), "owner": self.owner}
+        _, lost = await self._execute_retrying("ack", params)
+        refused = {row[0] for row in lost}
+        return {row_id for row_id in ids if row_id not in refused}
+
+    async def _execute_retrying(
+        self, name: str, params: dict[str, Any]
+    ) -> tuple[int, list[TupleRow]]:
+        """Run a statement that must land, retrying lost connections with backoff (0.2 s,
+        doubling, 5 attempts); returns (rowcount, rows).
+
+        Raises:
+            BackendError: the database stayed unreachable, or refused the statement.
+        """
+        for attempt in range(_SETTLE_ATTEMPTS):
+            try:
+                async with self._pool.connection(timeout=5) as conn:
+                    cursor = await conn.execute(self.statements[name], params)
+                    rows = await cursor.fetchall() if cursor.description else []
+                    return cursor.rowcount, rows
+            except (psycopg.OperationalError, OSError, TimeoutError) as exc:
+                if attempt == _SETTLE_ATTEMPTS - 1:
+                    raise BackendError(redact(str(exc))) from None
+                await self._recheck_pool()
+                await asyncio.sleep(0.2 * 2**attempt)
+            except psycopg.Error as exc:
+                raise BackendError(redact(str(exc))) from None
+        raise AssertionError("unreachable")
+
+    async def _recheck_pool(self) -> None:
+        """After a failure on a pooled connection, drop every idle connection that is broken
+        too (a database restart kills them all), so a retry gets a live one."""
+        with contextlib.suppress(Exception):
+            await self._pool.check()
 
     async def _heartbeat(self) -> None:
         while True:
@@ -472,8 +528,9 @@ async def _migrate(conninfo: str, statements: Statements) -> None:
 
 
 def _envelope(config: QueueConfig, row: Sequence[Any], redeliveries: int = 0) -> Envelope:
-    row_id, job_type, attempts, deferrals, priority, payload, headers, published_by, ms = row[:9]
-    headers = dict(headers or {})
+    row_id, job_type, attempts, deferrals, priority, payload, raw, published_by, ms = row[:9]
+    # json text from a claim (NULL when empty), already decoded from other queries
+    headers = dict(raw) if isinstance(raw, dict) else json.loads(raw) if raw else {}
     if published_by:
         headers["published_by"] = published_by
     return Envelope(

@@ -1,10 +1,14 @@
 """The PostgreSQL consumer and delivery.
 
 A consumer claims up to ``prefetch - unsettled`` rows of its queue in one statement
-(``FOR UPDATE SKIP LOCKED``), hands them out one by one, and claims again while claims come back
-full (drain: notifications coalesce). It waits for a notification, the poll interval, or the
-next due row, whichever comes first. Database errors never escape ``next``: they are logged once
-per outage and the consumer retries, so a database restart costs latency, not the worker.
+(``FOR UPDATE SKIP LOCKED``), at most half the prefetch at a time so that the next claim overlaps
+the handlers of the previous one, hands them out one by one, and claims again while claims come
+back full (drain: notifications coalesce). It waits for a notification, the poll interval, or
+the next due row, whichever comes first; when that row falls due is asked only after what a
+short claim brought has been handed out, so that round trip never delays a delivery. Acks go
+through the backend's ``AckBatch``, many per statement. Database errors never escape ``next``:
+they are logged once per outage and the consumer retries, so a database restart costs latency,
+not the worker.
 """
 
 from __future__ import annotations
@@ -50,7 +54,10 @@ class PgDelivery:
             self._consumer.settled(self)
 
     async def ack(self) -> None:
-        await self._settle("ack", {})
+        try:
+            await self._consumer.backend.ack(self.row_id, self._envelope.attempt)
+        finally:
+            self._consumer.settled(self)
 
     async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
         await self._reschedule(envelope, delay, error)
@@ -102,6 +109,10 @@ class PgConsumer:
         self._event = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
         self._suspect: PgDelivery | None = None
+        self._due_unknown = False
+        # Half the prefetch per claim: the next claim is on the wire while the handlers of the
+        # previous one run, so the database and the handlers overlap instead of taking turns.
+        self._claim_batch = max(1, config.prefetch // 2)
 
     def poke(self) -> None:
         """Something may be claimable now (a notification, the poll, a due row)."""
@@ -140,7 +151,10 @@ class PgConsumer:
                 return None
             free = self.config.prefetch - self._unsettled
             if self._maybe_more and free > 0 and self._suspect is None:
-                await self._claim(free)
+                await self._claim(min(free, self._claim_batch))
+                continue
+            if self._due_unknown:
+                await self._schedule_due()
                 continue
             await self._wait()
 
@@ -161,9 +175,15 @@ class PgConsumer:
         if len(rows) < limit:
             # A notification that arrived during the claim may be for a row it did not see.
             self._maybe_more = self._pokes != pokes
-            due = await self.backend.next_due(self.config)
-            if due is not None:
-                self.wake_after(due)
+            # When the next row falls due is asked only once what was claimed is handed out:
+            # the round trip then overlaps the handlers instead of delaying them.
+            self._due_unknown = True
+
+    async def _schedule_due(self) -> None:
+        self._due_unknown = False
+        due = await self.backend.next_due(self.config)
+        if due is not None:
+            self.wake_after(due)
 
     async def _wait(self) -> None:
         try:

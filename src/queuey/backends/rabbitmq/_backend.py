@@ -6,6 +6,7 @@ reconnection in ``_connection``, consumers and deliveries in ``_consumer``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,9 +54,9 @@ class RabbitMqBackend:
 
     - Every publish is persistent, mandatory and confirmed: an unroutable message (its queue
       does not exist) is a ``BackendError``, never silently dropped.
-    - A publish of several envelopes is validated as a whole before anything is sent, but
-      RabbitMQ has no transaction over confirms: a broker failure in the middle may leave
-      the first ones published.
+    - A publish of several envelopes is validated as a whole before anything is sent, then
+      pipelined (every message sent at once, the confirms awaited together). RabbitMQ has no
+      transaction over confirms: a broker failure in the middle may leave some published.
     - A delay (``enqueue_after``, retry, deferral) goes through a hold queue per distinct
       delay, rounded up to ``options.hold_granularity``; a delay over about 24.8 days is
       refused (``ConfigError``). A delayed publish or a ``defer`` needs the queue declared by
@@ -235,8 +236,17 @@ class RabbitMqBackend:
         holds = {hold.name: hold for _, _, hold in plan if hold is not None}
         for hold in holds.values():
             await self._declare_hold(hold)
-        for envelope, routing_key, _ in plan:
-            await self._link.publish(routing_key, envelope_message(envelope))
+        if len(plan) == 1:
+            await self._link.publish(plan[0][1], envelope_message(plan[0][0]))
+            return
+        # Pipelined: every message goes out at once and the confirms are awaited together.
+        results = await asyncio.gather(
+            *(self._link.publish(key, envelope_message(envelope)) for envelope, key, _ in plan),
+            return_exceptions=True,
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Hold ``envelope`` for ``delay`` (rounded up to the hold granularity), then deliver

@@ -164,6 +164,9 @@ class Link:
         return self._options.publish_timeout.total_seconds()
 
     async def _confirm_channel(self) -> AbstractChannel:
+        publisher = self._publisher
+        if publisher is not None and not publisher.is_closed:
+            return publisher  # no lock round trip for every message of a pipelined batch
         async with self._channel_lock:
             if self._publisher is None or self._publisher.is_closed:
                 connection = await self.connection(self._publish_timeout)

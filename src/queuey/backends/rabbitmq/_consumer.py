@@ -9,6 +9,9 @@ A body that is not an envelope never reaches the worker: it is copied verbatim t
 with the reason "malformed envelope" and acknowledged (if that fails, it is rejected, which
 the main queue's dead-letter exchange also routes to ``q.dead``).
 
+Plain acks go through the channel's ``AckWindow``: one ``basic.ack(multiple)`` for the deliveries
+handled in order, so a drain sends a fraction of the frames.
+
 A ``RabbitMqDelivery`` publishes before it acknowledges (a retry, deferral or dead letter is
 confirmed by the broker before the original is acked), so a failure in between yields a
 duplicate, never a loss. A delivery whose channel died with the connection cannot be settled:
@@ -31,6 +34,7 @@ from aio_pika.exceptions import ChannelInvalidStateError
 
 from queuey.backends.base import Delivery
 from queuey.backends.rabbitmq import _topology as topology
+from queuey.backends.rabbitmq._acks import AckWindow
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
 from queuey.backends.rabbitmq._errors import describe, translated
 from queuey.backends.rabbitmq._wire import (
@@ -92,6 +96,7 @@ class RabbitMqConsumer:
         self._aborted = False
         self._finished = False
         self._unsettled = 0
+        self._window = AckWindow()
 
     async def next(self) -> Delivery | None:
         """The next delivery; ``None`` once ``stop`` was called and the buffer is drained.
@@ -151,9 +156,11 @@ class RabbitMqConsumer:
     # -- receiving ----------------------------------------------------------------------------
 
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
+        self._window.received(message)
         if self._stopping:
             with contextlib.suppress(Exception):
                 await message.nack(requeue=True)  # arrived after stop: back to the queue
+            self._window.settled(message)
             return
         self._buffer.put_nowait(message)
 
@@ -164,13 +171,15 @@ class RabbitMqConsumer:
             envelope = Envelope.from_bytes(message.body)
         except MalformedEnvelopeError:
             await self._bury_malformed(message)
+            self._window.settled(message)
             return None
         if envelope.kind == "topic" and not envelope.job_type:
             with contextlib.suppress(Exception):
                 await message.ack()  # nobody subscribes: recorded as handled (seed 000)
+            self._window.settled(message)
             return None
         self._unsettled += 1
-        return RabbitMqDelivery(self, message, envelope)
+        return RabbitMqDelivery(self, message, envelope, self._window)
 
     async def _bury_malformed(self, message: AbstractIncomingMessage) -> None:
         dead = topology.dead_name(self.base)
@@ -220,6 +229,7 @@ class RabbitMqConsumer:
 
     async def _run_channel(self) -> None:
         channel = self._channel = await self.backend._link.channel()
+        self._window = AckWindow()  # delivery tags start again on a new channel
         with translated(f"consuming {self.base!r}"):
             await channel.set_qos(prefetch_count=self.config.prefetch)
             underlay = await channel.get_underlay_channel()
@@ -262,11 +272,16 @@ class RabbitMqDelivery:
     """One message handed out by a ``RabbitMqConsumer``, settled exactly once."""
 
     def __init__(
-        self, consumer: RabbitMqConsumer, message: AbstractIncomingMessage, envelope: Envelope
+        self,
+        consumer: RabbitMqConsumer,
+        message: AbstractIncomingMessage,
+        envelope: Envelope,
+        window: AckWindow,
     ) -> None:
         self._consumer = consumer
         self._message = message
         self._envelope = envelope
+        self._window = window
         self._settled = False
 
     @property
@@ -326,6 +341,7 @@ class RabbitMqDelivery:
                 with translated(f"releasing job {self._envelope.job_id}"):
                     await self._message.nack(requeue=True)
         finally:
+            self._window.settled(self._message)
             await self._consumer.release()
 
     async def _replace(self, envelope: Envelope, delay: timedelta, headers: dict[str, Any]) -> None:
@@ -352,9 +368,13 @@ class RabbitMqDelivery:
                 )
             if routing_key is not None and message is not None:
                 await self._publish(routing_key, message, hold)
-            with translated(f"acknowledging job {self._envelope.job_id}"):
-                await self._message.ack()
+                with translated(f"acknowledging job {self._envelope.job_id}"):
+                    await self._message.ack()
+            else:
+                with translated(f"acknowledging job {self._envelope.job_id}"):
+                    await self._window.ack(self._message)  # coalesced with its neighbours
         finally:
+            self._window.settled(self._message)
             await self._consumer.release()
 
     async def _publish(self, routing_key: str, message: AbstractMessage, hold: Hold | None) -> None:

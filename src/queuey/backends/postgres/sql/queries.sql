@@ -4,6 +4,8 @@
 
 -- name: publish
 -- Insert envelopes (one array per column, one round trip) and wake listeners once per queue.
+-- Payloads and headers come as one JSON array each (json_array_elements keeps each text exactly),
+-- joined by position; rows are inserted in the given order (FIFO within a batch).
 -- A topic row with an empty job_type records a publish nobody subscribes to: done at once.
 WITH inserted AS (
     INSERT INTO {table} (id, kind, queue, job_type, status, priority, attempts, deferrals,
@@ -11,26 +13,61 @@ WITH inserted AS (
                          expires_at, processed_at)
     SELECT r.id, r.kind, r.queue, r.job_type,
            CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN 'done' ELSE 'pending' END,
-           r.priority, r.attempt - 1, r.deferrals, r.payload::json, r.headers::json,
+           r.priority, r.attempt - 1, r.deferrals, p.payload, h.headers,
            r.published_by, r.enqueued_at_ms,
            now() + make_interval(secs => %(delay)s::float8),
            now() + make_interval(secs => %(delay)s::float8 + r.ttl),
            CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN now() END
     FROM unnest(%(ids)s::uuid[], %(kinds)s::text[], %(queues)s::text[], %(job_types)s::text[],
                 %(priorities)s::int[], %(attempts)s::int[], %(deferrals)s::int[],
-                %(payloads)s::text[], %(headers)s::text[], %(published_by)s::text[],
-                %(enqueued_at_ms)s::bigint[], %(ttls)s::float8[])
-         AS r(id, kind, queue, job_type, priority, attempt, deferrals, payload, headers,
-              published_by, enqueued_at_ms, ttl)
+                %(published_by)s::text[], %(enqueued_at_ms)s::bigint[], %(ttls)s::float8[])
+         WITH ORDINALITY
+         AS r(id, kind, queue, job_type, priority, attempt, deferrals, published_by,
+              enqueued_at_ms, ttl, n)
+    JOIN json_array_elements(%(payloads)s::json) WITH ORDINALITY AS p(payload, n) USING (n)
+    JOIN json_array_elements(%(headers)s::json) WITH ORDINALITY AS h(headers, n) USING (n)
+    ORDER BY n
     RETURNING queue, status
 )
 SELECT pg_notify(%(channel)s, q.queue)
 FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'pending') AS q;
 
+-- name: publish_one
+-- One envelope (the common enqueue): the same row and notification as publish, with plain
+-- parameters instead of arrays, so the server plans no unnest, join or sort.
+WITH inserted AS (
+    INSERT INTO {table} (id, kind, queue, job_type, status, priority, attempts, deferrals,
+                         payload, headers, published_by, enqueued_at_ms, available_at,
+                         expires_at, processed_at)
+    VALUES (%(id)s::uuid, %(kind)s, %(queue)s, %(job_type)s,
+            CASE WHEN %(kind)s = 'topic' AND %(job_type)s = '' THEN 'done' ELSE 'pending' END,
+            %(priority)s, %(attempt)s::int - 1, %(deferrals)s, %(payload)s::json,
+            %(headers)s::json, %(published_by)s, %(enqueued_at_ms)s,
+            now() + make_interval(secs => %(delay)s::float8),
+            now() + make_interval(secs => %(delay)s::float8 + %(ttl)s::float8),
+            CASE WHEN %(kind)s = 'topic' AND %(job_type)s = '' THEN now() END)
+    RETURNING queue, status
+)
+SELECT pg_notify(%(channel)s, queue) FROM inserted WHERE status = 'pending';
+
+-- name: publish_job
+-- The most common enqueue: one first-attempt typed job, due now, no headers, no message TTL.
+-- Every other column takes its default (pending, due now(), no expiry), so the statement carries
+-- only what varies.
+WITH inserted AS (
+    INSERT INTO {table} (id, kind, queue, job_type, priority, payload, enqueued_at_ms)
+    VALUES (%(id)s::uuid, 'job', %(queue)s, %(job_type)s, %(priority)s, %(payload)s::json,
+            %(enqueued_at_ms)s)
+    RETURNING queue
+)
+SELECT pg_notify(%(channel)s, queue) FROM inserted;
+
 -- name: claim
 -- Take up to %(limit)s due rows of one queue, skipping rows other workers hold. A row that
 -- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
 -- a clean batch stops before it, so a poisoned job cannot drag innocent rows into its crashes.
+-- Rows come back with their position in claim order (UPDATE … RETURNING has no order of its
+-- own) and with empty headers as NULL (nothing to decode).
 WITH picked AS (
     SELECT id, redeliveries, priority, available_at, seq FROM {table}
     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
@@ -51,8 +88,9 @@ SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
     claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8)
 FROM ranked
 WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
-RETURNING m.id::text, m.job_type, m.attempts, m.deferrals, m.priority, m.payload, m.headers,
-          m.published_by, m.enqueued_at_ms, m.available_at, m.seq, m.redeliveries;
+RETURNING m.id::text, m.job_type, m.attempts, m.deferrals, m.priority, m.payload,
+          nullif(m.headers::text, '{{}}'), m.published_by, m.enqueued_at_ms, ranked.position,
+          m.redeliveries;
 
 -- name: release
 -- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
@@ -62,10 +100,19 @@ SET status = 'pending', attempts = attempts - 1, claimed_by = NULL, lease_until 
 WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
 
 -- name: ack
--- Success, fenced: only while this owner still holds this attempt.
-UPDATE {table}
-SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL
-WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
+-- Successes, many at once, each fenced: a row is done only while this owner still holds the
+-- attempt it ran. Returns the ids NOT recorded (their claim was lost), usually none.
+WITH acked AS (
+    SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[]) AS a(id, attempts)
+), done AS (
+    UPDATE {table} AS m
+    SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL
+    FROM acked
+    WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
+      AND m.attempts = acked.attempts
+    RETURNING m.id
+)
+SELECT acked.id::text FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
 
 -- name: reschedule
 -- Retry or deferral, fenced: back to pending after %(delay)s seconds.

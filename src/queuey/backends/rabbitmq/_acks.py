@@ -1,0 +1,111 @@
+"""Acks of one channel coalesced into ``basic.ack(multiple=True)`` where delivery order allows.
+
+A worker acks deliveries as their handlers return, and with many in flight most return in the
+order they arrived. ``AckWindow`` remembers every delivery tag the broker sent on the channel,
+in order, with its state: still out (being handled or waiting in the buffer), waiting for a
+coalesced ack, or settled some other way (nacked, rejected, acked on its own). Once per event
+loop iteration it acks the longest settled prefix with one frame, ``multiple`` up to the
+highest tag of that prefix that waits for an ack: RabbitMQ then acknowledges every outstanding
+delivery up to that tag, and the prefix holds no delivery still out, so nothing unhandled is
+ever acknowledged. An ack that the prefix cannot cover (a lower delivery is still being
+handled) is sent on its own in the same iteration, so a slow job never holds back the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from dataclasses import dataclass
+
+from aio_pika.abc import AbstractIncomingMessage
+
+__all__ = ["AckWindow"]
+
+_OUT = 0  # being handled, or waiting in the buffer
+_ACK = 1  # handled; its ack waits for this iteration's flush
+_SETTLED = 2  # acked, nacked or rejected on its own
+
+
+@dataclass
+class _Entry:
+    message: AbstractIncomingMessage
+    state: int = _OUT
+    future: asyncio.Future[None] | None = None
+
+
+class AckWindow:
+    """The delivery tags of one channel and the acks waiting to be sent on it."""
+
+    def __init__(self) -> None:
+        self._tags: dict[int, _Entry] = {}  # in delivery order (tags only grow on a channel)
+        self._flushing: asyncio.Task[None] | None = None
+
+    def received(self, message: AbstractIncomingMessage) -> None:
+        """The broker delivered ``message`` on this channel (call before anything else)."""
+        if message.delivery_tag is not None:
+            self._tags[message.delivery_tag] = _Entry(message)
+
+    def settled(self, message: AbstractIncomingMessage) -> None:
+        """``message`` was acked, nacked or rejected on its own (or given up on)."""
+        entry = self._tags.get(message.delivery_tag or -1)
+        if entry is not None:
+            entry.state = _SETTLED
+            self._drop_settled_prefix()
+
+    async def ack(self, message: AbstractIncomingMessage) -> None:
+        """Acknowledge ``message``, coalesced with the other acks of this iteration.
+
+        Raises:
+            Exception: whatever the channel raised while sending the ack.
+        """
+        entry = self._tags.get(message.delivery_tag or -1)
+        if entry is None or entry.state != _OUT:  # not tracked here: ack it on its own
+            await message.ack()
+            return
+        entry.state = _ACK
+        entry.future = asyncio.get_running_loop().create_future()
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.create_task(self._flush())
+        await entry.future
+
+    async def _flush(self) -> None:
+        while any(entry.state == _ACK for entry in self._tags.values()):
+            await asyncio.sleep(0)  # the acks of this iteration join in
+            await self._flush_once()
+
+    async def _flush_once(self) -> None:
+        top: _Entry | None = None
+        covered: list[_Entry] = []
+        for tag in list(self._tags):
+            entry = self._tags[tag]
+            if entry.state == _OUT:
+                break
+            del self._tags[tag]
+            if entry.state == _ACK:
+                top = entry
+                covered.append(entry)
+        if top is not None:
+            await _send(top.message.ack(multiple=True), covered)
+        for entry in [e for e in self._tags.values() if e.state == _ACK]:
+            entry.state = _SETTLED
+            await _send(entry.message.ack(), [entry])
+        self._drop_settled_prefix()
+
+    def _drop_settled_prefix(self) -> None:
+        for tag in list(self._tags):
+            if self._tags[tag].state != _SETTLED:
+                return
+            del self._tags[tag]
+
+
+async def _send(ack: Awaitable[None], entries: list[_Entry]) -> None:
+    try:
+        await ack
+    except Exception as exc:
+        for entry in entries:
+            if entry.future is not None and not entry.future.done():
+                entry.future.set_exception(exc)
+        return
+    for entry in entries:
+        if entry.future is not None and not entry.future.done():
+            entry.future.set_result(None)

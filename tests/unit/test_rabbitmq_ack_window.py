@@ -1,0 +1,61 @@
+"""``AckWindow`` on fake messages: in-order acks share one ``basic.ack(multiple)``, and no
+multiple ack ever covers a delivery that is still being handled."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from aio_pika.abc import AbstractIncomingMessage
+
+from queuey.backends.rabbitmq._acks import AckWindow
+
+
+class FakeMessage:
+    """Records the acks sent for it into a shared log as ``(tag, multiple)``."""
+
+    def __init__(self, tag: int, log: list[tuple[int, bool]]) -> None:
+        self.delivery_tag = tag
+        self.log = log
+
+    async def ack(self, multiple: bool = False) -> None:
+        self.log.append((self.delivery_tag, multiple))
+
+
+def received(window: AckWindow, count: int) -> tuple[list[Any], list[tuple[int, bool]]]:
+    log: list[tuple[int, bool]] = []
+    messages = [FakeMessage(tag, log) for tag in range(1, count + 1)]
+    for message in messages:
+        window.received(cast(AbstractIncomingMessage, message))
+    return messages, log
+
+
+async def test_acks_in_delivery_order_go_out_as_one_multiple_ack() -> None:
+    window = AckWindow()
+    messages, log = received(window, 5)
+    await asyncio.gather(*(window.ack(m) for m in messages))
+    assert log == [(5, True)]
+
+
+async def test_a_delivery_still_handled_is_never_covered_by_a_multiple_ack() -> None:
+    window = AckWindow()
+    messages, log = received(window, 4)
+    await asyncio.gather(*(window.ack(m) for m in messages[1:]))  # tag 1 is still running
+    assert sorted(log) == [(2, False), (3, False), (4, False)]
+    await window.ack(messages[0])
+    assert log[-1] == (1, True)  # covers only tag 1: 2..4 were acked already
+
+
+async def test_deliveries_settled_on_their_own_do_not_break_the_prefix() -> None:
+    window = AckWindow()
+    messages, log = received(window, 3)
+    window.settled(messages[1])  # e.g. nacked back to the queue at shutdown
+    await asyncio.gather(window.ack(messages[0]), window.ack(messages[2]))
+    assert log == [(3, True)]
+
+
+async def test_an_untracked_message_is_acked_on_its_own() -> None:
+    window = AckWindow()
+    log: list[tuple[int, bool]] = []
+    await window.ack(cast(AbstractIncomingMessage, FakeMessage(9, log)))
+    assert log == [(9, False)]
