@@ -63,12 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     machine = {**environment(), **_server_versions()}
     machine["date"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     runs, errors = [], {}
-    for system in systems:
-        print(f"{system} …", file=sys.stderr, flush=True)
-        result = measure(system, plan)
+    for result in measure(systems, plan):
         runs += result.runs
         if result.error:
-            errors[system] = result.error
+            errors[result.system] = result.error
     print(report.table(runs))
     for target in report.targets(runs):
         status = {True: "met", False: "NOT MET", None: "not measured"}[target.met]

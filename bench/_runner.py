@@ -12,14 +12,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any, NoReturn
+from functools import partial
+from typing import IO, Any, NoReturn, TypeVar
 
 from bench._model import Plan, Run, summarise
 
 __all__ = ["SystemResult", "measure"]
 
 _STEP_TIMEOUT_S = 600.0
+_RETRY_PAUSE_S = 5.0
+T = TypeVar("T")
 _WORKERLESS = {"sql-limit"}
 _RSS_FLATNESS = {"queuey-postgres", "queuey-rabbitmq"}
 
@@ -134,49 +138,79 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def measure(system: str, plan: Plan) -> SystemResult:
-    """Run every measurement of ``system`` ``plan.repetitions`` times; never raises (a failure
-    is returned as ``SystemResult.error``)."""
-    result = SystemResult(system)
-    try:
-        settings = _step(system, "setup")["settings"]
+def measure(systems: list[str], plan: Plan) -> list[SystemResult]:
+    """Every measurement of every system, ``plan.repetitions`` times. The repetitions are
+    interleaved (the first of every system, then the second…), so that a change of load on a
+    shared machine weighs on every system alike. Never raises: a system that fails is
+    returned with ``SystemResult.error`` and the others go on."""
+    results = {system: SystemResult(system) for system in systems}
+    settings: dict[str, dict[str, Any]] = {}
+    values: dict[str, dict[str, list[float]]] = {system: {} for system in systems}
+    for system in systems:
         try:
-            result.runs = _repeat(system, plan, settings)
-        finally:
-            _step(system, "teardown")
-    except Exception as exc:
-        result.error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
-        _log(f"  {system}: FAILED: {exc}")
-    return result
-
-
-def _repeat(system: str, plan: Plan, settings: dict[str, Any]) -> list[Run]:
-    values: dict[str, list[float]] = {}
-
-    def add(measurement: str, value: float) -> None:
-        values.setdefault(measurement, []).append(value)
-
+            settings[system] = _retrying(system, partial(_step, system, "setup"))["settings"]
+        except Exception as exc:
+            _fail(results[system], exc)
     for rep in range(plan.repetitions):
-        _log(f"  {system}: repetition {rep + 1}/{plan.repetitions}")
-        add(
-            "enqueue_single",
-            plan.single_jobs / _step(system, "single", plan.single_jobs)["seconds"],
-        )
-        add("enqueue_bulk", plan.bulk_jobs / _step(system, "bulk", plan.bulk_jobs)["seconds"])
-        rate, rss = _drain(system, plan.drain_jobs)
-        add("drain", rate)
-        if system in _WORKERLESS:
-            continue
-        add("rss_mb", rss)
-        latencies = _latency(system, plan)
-        add("latency_p50", _percentile(latencies, 0.50))
-        add("latency_p95", _percentile(latencies, 0.95))
-        add("latency_p99", _percentile(latencies, 0.99))
-    runs = []
-    for measurement, series in values.items():
-        extra = _settings_for(system, measurement, plan, settings)
-        runs.append(summarise(system, measurement, series, extra))
-    return runs
+        for system in [s for s in systems if results[s].error is None]:
+            _log(f"  {system}: repetition {rep + 1}/{plan.repetitions}")
+            try:
+                figures = _retrying(system, partial(_repetition, system, plan))
+            except Exception as exc:
+                _fail(results[system], exc)
+                continue
+            for measurement, value in figures.items():
+                values[system].setdefault(measurement, []).append(value)
+    for system in systems:
+        result = results[system]
+        if result.error is None:
+            try:
+                result.runs = [
+                    summarise(system, m, series, _settings_for(system, m, plan, settings[system]))
+                    for m, series in values[system].items()
+                ]
+            except Exception as exc:
+                _fail(result, exc)
+        try:
+            _retrying(system, partial(_step, system, "teardown"))
+        except Exception as exc:  # the figures stand; the schema or queue is left behind
+            _log(f"  {system}: teardown failed: {str(exc).strip().splitlines()[-1]}")
+    return [results[system] for system in systems]
+
+
+def _fail(result: SystemResult, exc: Exception) -> None:
+    result.error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+    _log(f"  {result.system}: FAILED: {exc}")
+
+
+def _retrying(system: str, step: Callable[[], T]) -> T:
+    """``step()``, tried once more after ``_RETRY_PAUSE_S`` if it fails: other people's test
+    suites on this machine restart PostgreSQL and RabbitMQ now and then."""
+    try:
+        return step()
+    except Exception as exc:
+        _log(f"  {system}: {str(exc).strip().splitlines()[-1]}; retrying once")
+        time.sleep(_RETRY_PAUSE_S)
+        return step()
+
+
+def _repetition(system: str, plan: Plan) -> dict[str, float]:
+    """One repetition of every measurement of ``system``."""
+    single = _step(system, "single", plan.single_jobs)["seconds"]
+    bulk = _step(system, "bulk", plan.bulk_jobs)["seconds"]
+    values = {"enqueue_single": plan.single_jobs / single, "enqueue_bulk": plan.bulk_jobs / bulk}
+    rate, rss = _drain(system, plan.drain_jobs)
+    values["drain"] = rate
+    if system in _WORKERLESS:
+        return values
+    latencies = _latency(system, plan)
+    values.update(
+        rss_mb=rss,
+        latency_p50=_percentile(latencies, 0.50),
+        latency_p95=_percentile(latencies, 0.95),
+        latency_p99=_percentile(latencies, 0.99),
+    )
+    return values
 
 
 def _settings_for(
@@ -194,8 +228,8 @@ def _settings_for(
     extra = {**settings, **size, "repetitions": plan.repetitions}
     if measurement == "rss_mb" and system in _RSS_FLATNESS:
         _log(f"  {system}: RSS at {plan.rss_small} and {plan.rss_large} drained jobs")
-        small = _drain(system, plan.rss_small)[1]
-        large = _drain(system, plan.rss_large)[1]
+        small = _retrying(system, lambda: _drain(system, plan.rss_small))[1]
+        large = _retrying(system, lambda: _drain(system, plan.rss_large))[1]
         extra["peak_rss_mb_by_drained_jobs"] = {
             str(plan.rss_small): round(small, 2),
             str(plan.rss_large): round(large, 2),
