@@ -14,7 +14,17 @@ from queuey.envelope import Envelope
 from queuey.errors import Defer, Fatal
 from queuey.retry import RetryPolicy
 
-__all__ = ["Ack", "DeadLetter", "DeferFor", "Outcome", "RetryAfter", "decide"]
+__all__ = [
+    "MAX_TEXT_BYTES",
+    "Ack",
+    "DeadLetter",
+    "DeferFor",
+    "Outcome",
+    "RetryAfter",
+    "clean_text",
+    "decide",
+    "describe",
+]
 
 
 @dataclass(frozen=True)
@@ -50,14 +60,28 @@ class DeadLetter:
 Outcome = Ack | RetryAfter | DeferFor | DeadLetter
 
 
+MAX_TEXT_BYTES = 4000
+"""Error texts and reasons are kept to this many UTF-8 bytes (seed ``000``)."""
+
+
+def clean_text(text: str, limit: int = MAX_TEXT_BYTES) -> str:
+    """``text`` made storable everywhere: NUL characters dropped, unpaired surrogates replaced
+    by ``?``, and cut to ``limit`` UTF-8 bytes on a character boundary with ``…`` appended when
+    cut (so at most ``limit`` + 3 bytes)."""
+    data = text.replace("\x00", "").encode("utf-8", errors="replace")
+    if len(data) <= limit:
+        return data.decode("utf-8")
+    return data[:limit].decode("utf-8", errors="ignore") + "…"
+
+
 def describe(error: BaseException) -> str:
     """The text recorded for a handler's exception: its message, else its class name (also
-    when the exception cannot even be turned into text)."""
+    when the exception cannot even be turned into text), made storable by ``clean_text``."""
     try:
         text = str(error)
     except Exception:
         text = ""
-    return text or type(error).__name__
+    return clean_text(text or type(error).__name__)
 
 
 def decide(
@@ -80,14 +104,18 @@ def decide(
     if error is None:
         return Ack()
     if isinstance(error, Defer):
-        return DeferFor(envelope.deferred(top_priority), error.delay, error.reason)
+        return DeferFor(envelope.deferred(top_priority), error.delay, clean_text(error.reason))
     if isinstance(error, Fatal):
-        return DeadLetter(f"fatal error: {describe(error)}")
+        return DeadLetter(clean_text(f"fatal error: {describe(error)}"))
     text = describe(error)
-    delay = policy.decide(envelope.attempt, rng)
+    # A redelivery (a lost worker) is not a failure the handler reported: the policy judges
+    # only those (DESIGN §7).
+    delay = policy.decide(envelope.attempt - envelope.redeliveries, rng)
     if delay is None:
         return DeadLetter(
-            f"max attempts ({policy.max_attempts}) exhausted after attempt {envelope.attempt}: "
-            f"{text}"
+            clean_text(
+                f"max attempts ({policy.max_attempts}) exhausted after attempt "
+                f"{envelope.attempt}: {text}"
+            )
         )
     return RetryAfter(envelope.next_attempt(), delay, text)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from queuey.backends.base import Backend
+from queuey.envelope import Envelope
 from queuey.errors import Defer, Fatal, Retry
 from queuey.jobs import Job, JobContext
 from queuey.producer import Producer
@@ -69,8 +70,38 @@ class TourSummary:
         return {"queues": self.queues, "dead_letters": self.dead_letters}
 
 
-def _worker(backend: Backend) -> Worker[TourQueues]:
-    worker = Worker(TourQueues, backend)
+class _Tally:
+    """The outcomes of this tour's own six jobs, as the worker recorded them (a message left
+    on a broker by an interrupted earlier run is handled but not counted)."""
+
+    def __init__(self) -> None:
+        self.ours: set[str] = set()
+        self.finished: set[str] = set()
+        self.queues = {q.name: {"acked": 0, "dead": 0} for q in TourQueues.all()}
+        self.dead_letters: list[dict[str, Any]] = []
+
+    def __call__(self, envelope: Envelope, outcome: str, text: str) -> None:
+        if envelope.job_id not in self.ours:
+            return
+        counts = self.queues[envelope.queue]
+        if outcome == "dead":
+            counts["dead"] += 1
+            self.dead_letters.append(
+                {
+                    "queue": envelope.queue,
+                    "job_type": envelope.job_type,
+                    "attempt": envelope.attempt,
+                    "reason": text,
+                }
+            )
+        else:
+            counts["acked"] += 1
+        if outcome in ("dead", "succeeded"):
+            self.finished.add(envelope.job_id)
+
+
+def _worker(backend: Backend, tally: _Tally) -> Worker[TourQueues]:
+    worker = Worker(TourQueues, backend, on_settled=tally)
 
     @worker.handler(SendEmail)
     async def send_email(job: SendEmail, ctx: JobContext) -> None:
@@ -91,16 +122,17 @@ def _worker(backend: Backend) -> Worker[TourQueues]:
     return worker
 
 
-async def _enqueue(producer: Producer[TourQueues]) -> None:
-    for to, flaky in (
+async def _enqueue(producer: Producer[TourQueues]) -> set[str]:
+    emails = [
         ("ada@example.com", 0),
         ("grace@example.com", 0),
         ("flaky@example.com", 2),
         ("not-an-address", 0),
-    ):
-        await producer.enqueue(SendEmail(to=to, flaky_for=flaky))
-    await producer.enqueue(ResizeImage(path="cat.png"))
-    await producer.enqueue(CallApi(endpoint="/v1/things"))
+    ]
+    ids = {await producer.enqueue(SendEmail(to=to, flaky_for=flaky)) for to, flaky in emails}
+    ids.add(await producer.enqueue(ResizeImage(path="cat.png")))
+    ids.add(await producer.enqueue(CallApi(endpoint="/v1/things")))
+    return ids
 
 
 async def run_tour(backend: Backend, timeout: float = 30.0) -> TourSummary:
@@ -114,28 +146,18 @@ async def run_tour(backend: Backend, timeout: float = 30.0) -> TourSummary:
         TimeoutError: the jobs did not settle within ``timeout`` seconds.
     """
     producer = await Producer.create(TourQueues, backend)
-    summary = TourSummary()
-    worker = _worker(backend)
-    await _enqueue(producer)
+    tally = _Tally()
+    worker = _worker(backend, tally)
+    tally.ours = await _enqueue(producer)
     running = asyncio.create_task(worker.run())
     try:
         async with asyncio.timeout(timeout):
-            while sum(s.succeeded + s.dead for s in worker.stats.values()) < 6:
-                if running.done():
-                    break
+            while tally.finished != tally.ours and not running.done():
                 await asyncio.sleep(0.01)
     finally:
         worker.shutdown()
         await running
-    for queue in TourQueues.all():
-        stats = worker.stats[queue.name]
-        summary.queues[queue.name] = {
-            "acked": stats.acked,
-            "dead": stats.dead,
-            "pending": await backend.count_pending(queue.name),
-        }
-    summary.dead_letters = [
-        {"queue": env.queue, "job_type": env.job_type, "attempt": env.attempt, "reason": reason}
-        for env, reason in worker.dead_letters
-    ]
+    summary = TourSummary(dead_letters=tally.dead_letters)
+    for name, counts in tally.queues.items():
+        summary.queues[name] = {**counts, "pending": await backend.count_pending(name)}
     return summary

@@ -23,6 +23,13 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, No
 
 
 def _to_timedelta(value: Duration, what: str) -> timedelta:
+    try:
+        return _convert(value, what)
+    except OverflowError:
+        raise ConfigError(f"{what}: {value!r} is too long a duration") from None
+
+
+def _convert(value: Duration, what: str) -> timedelta:
     if isinstance(value, bool):
         raise ConfigError(f"{what}: expected a duration, got {value!r}")
     if isinstance(value, timedelta):

@@ -56,6 +56,8 @@ class Envelope(BaseModel):
         kind: ``"job"`` (typed jobs) or ``"topic"``; a topic and a typed queue of the same
             name never collide. A topic envelope with an empty ``job_type`` (nobody subscribes)
             is recorded as handled and never delivered (seed ``000``).
+        redeliveries: how many of the runs counted in ``attempt`` ended with a lost worker
+            (PostgreSQL leases); the retry policy judges ``attempt - redeliveries``.
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -70,6 +72,7 @@ class Envelope(BaseModel):
     payload: Any = None
     headers: dict[str, str] = Field(default_factory=dict)
     kind: Kind = "job"
+    redeliveries: int = Field(default=0, ge=0)
 
     @classmethod
     def new(

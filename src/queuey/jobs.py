@@ -128,6 +128,8 @@ class JobContext:
         enqueued_at_ms: epoch milliseconds of the first enqueue (producer's clock; informational).
         age: time since the first enqueue (worker's clock; informational).
         headers: string headers from the envelope (trace context).
+        redeliveries: runs of this job that ended with a lost worker (they spend no attempt
+            of the retry policy).
     """
 
     job_id: str
@@ -140,8 +142,9 @@ class JobContext:
     enqueued_at_ms: int
     age: timedelta
     headers: dict[str, str] = field(default_factory=dict)
+    redeliveries: int = 0
 
     @property
     def is_last_attempt(self) -> bool:
         """True when a retryable failure now would dead-letter the job."""
-        return self.attempt >= self.max_attempts
+        return self.attempt - self.redeliveries >= self.max_attempts

@@ -49,6 +49,9 @@ class QueueConfig:
         message_ttl: a job not started within this time is dead-lettered as "expired".
         max_priority: the top priority level; 0 means not a priority queue.
         kind: ``"job"`` for typed queues, ``"topic"`` when ``name`` is a topic (seed ``000``).
+        job_types: when set, a consumer of this queue is handed only these job types (for a
+            topic: the subscribers this app declares), and leaves the rest to other consumers;
+            ``None`` hands out everything. Honoured by the memory and PostgreSQL backends.
     """
 
     name: str
@@ -58,6 +61,7 @@ class QueueConfig:
     message_ttl: timedelta | None = None
     max_priority: int = DEFAULT_MAX_PRIORITY
     kind: Kind = "job"
+    job_types: tuple[str, ...] | None = None
 
     @property
     def top_priority(self) -> int:

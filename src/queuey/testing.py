@@ -6,8 +6,9 @@ async def test_welcome_email() -> None:
     backend = MemoryBackend()
     producer = await Producer.create(AppQueues, backend)
     await producer.enqueue(SendEmail(to="a@b.c"))
+    assert len(enqueued(backend, SendEmail)) == 1
     await run_until_idle(build_worker(backend), backend)
-    assert_enqueued(backend, SendEmail, count=0)
+    assert backend.dead_letters("myapp.emails") == []
 ```
 """
 

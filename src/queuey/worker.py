@@ -68,6 +68,9 @@ class Worker(Generic[Q]):
             (default: no limit). A cancelled job is redelivered later (at-least-once).
         close_backend_on_shutdown: close ``backend`` when ``run`` returns (default false).
         paused: start paused: nothing is pulled until ``resume`` (publishing is unaffected).
+        on_settled: called after each recorded outcome with ``(envelope, outcome, text)``,
+            ``outcome`` one of ``"succeeded"``, ``"retried"``, ``"deferred"``, ``"dead"`` and
+            ``text`` the error or reason ("" on success); for metrics. It must not block.
 
     Attributes:
         stats: per queue name, the outcomes this worker observed (``QueueStats``).
@@ -88,14 +91,19 @@ class Worker(Generic[Q]):
         shutdown_grace: Duration | None = None,
         close_backend_on_shutdown: bool = False,
         paused: bool = False,
+        on_settled: Callable[[Envelope, str, str], None] | None = None,
     ) -> None:
         self.queue_set = queue_set
         self.backend = backend
         self.queues = _select_queues(queue_set, queues)
         default = sum(queue.config.prefetch for queue in self.queues)
         self.concurrency = default if concurrency is None else concurrency
-        if self.concurrency < 1:
-            raise ConfigError(f"concurrency: must be >= 1, got {self.concurrency}")
+        if (
+            isinstance(self.concurrency, bool)
+            or not isinstance(self.concurrency, int)
+            or (self.concurrency < 1)
+        ):
+            raise ConfigError(f"concurrency: must be an integer >= 1, got {concurrency!r}")
         self.job_timeout = (
             None if job_timeout is None else parse_duration(job_timeout, "job_timeout")
         )
@@ -107,6 +115,7 @@ class Worker(Generic[Q]):
         self.dead_letters: deque[tuple[Envelope, str]] = deque(maxlen=100)
         self._handlers: dict[str, HandlerEntry] = {}
         self._settle_failures = 0
+        self._on_settled = on_settled
         self._running = False
         self._loop = ConsumeLoop(
             backend,
@@ -222,21 +231,28 @@ class Worker(Generic[Q]):
             self._settle_failures += 1
             log.error("could not record the outcome: %s", exc, extra=fields)
             return
-        self._count(envelope.queue, outcome)
+        name, text = _name(outcome)
+        stats = self.stats.setdefault(envelope.queue, QueueStats())
+        setattr(stats, name, getattr(stats, name) + 1)
         if isinstance(outcome, DeadLetter):
             self.dead_letters.append((envelope, outcome.reason))
         _log_outcome(outcome, fields)
+        if self._on_settled is not None:
+            try:
+                self._on_settled(envelope, name, text)
+            except Exception:
+                log.exception("on_settled callback failed", extra=fields)
 
-    def _count(self, queue: str, outcome: Outcome) -> None:
-        stats = self.stats.setdefault(queue, QueueStats())
-        if isinstance(outcome, Ack):
-            stats.succeeded += 1
-        elif isinstance(outcome, RetryAfter):
-            stats.retried += 1
-        elif isinstance(outcome, DeferFor):
-            stats.deferred += 1
-        else:
-            stats.dead += 1
+
+def _name(outcome: Outcome) -> tuple[str, str]:
+    """The outcome's name (a ``QueueStats`` field) and its text."""
+    if isinstance(outcome, Ack):
+        return "succeeded", ""
+    if isinstance(outcome, RetryAfter):
+        return "retried", outcome.error
+    if isinstance(outcome, DeferFor):
+        return "deferred", outcome.reason
+    return "dead", outcome.reason
 
 
 def _log_outcome(outcome: Outcome, fields: dict[str, Any]) -> None:

@@ -458,3 +458,46 @@ async def test_an_exception_without_text_is_recorded_by_its_type(backend: Backen
     await run_until(worker, lambda: finished(worker) == 1)
     ((_, reason),) = worker.dead_letters
     assert reason == "max attempts (1) exhausted after attempt 1: _Unprintable"
+
+
+@pytest.mark.parametrize("raised", [asyncio.CancelledError, SystemExit, KeyboardInterrupt])
+async def test_a_handler_raising_a_base_exception_fails_only_its_job(
+    backend: Backend, raised: type[BaseException]
+) -> None:
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    worker = Worker(kit.queues, backend, queues=[kit.queues.plain])  # type: ignore[attr-defined]
+    runs: list[int] = []
+
+    @worker.handler(kit.Plain)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        runs.append(job.n)
+        if job.n == 1:
+            raise raised()
+        await asyncio.sleep(0.05)
+
+    await producer.enqueue_many([kit.Plain(n=n) for n in range(4)])
+    await run_until(worker, lambda: finished(worker) == 4)
+    assert sorted(runs) == [0, 1, 2, 3], "the failing job ran once and the others all ran"
+    ((env, reason),) = await backend.list_dead(kit.Plain.job_queue().name)
+    assert env.payload["n"] == 1
+    assert reason == f"max attempts (1) exhausted after attempt 1: {raised.__name__}"
+
+
+@pytest.mark.parametrize("text", ["nul\x00byte", "lone \ud800 surrogate", "x" * 10_000])
+async def test_any_error_text_is_recorded(backend: Backend, text: str) -> None:
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    worker = Worker(kit.queues, backend)
+
+    @worker.handler(kit.Plain)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        raise Fatal(text)
+
+    await producer.enqueue(kit.Plain())
+    await run_until(worker, lambda: finished(worker) == 1)
+    assert worker.settle_failures == 0
+    ((_, reason),) = await backend.list_dead(kit.Plain.job_queue().name)
+    assert reason.startswith("fatal error: ") and "\x00" not in reason
+    assert len(reason.encode()) <= 4003
+    reason.encode()  # storable: no lone surrogate left

@@ -6,16 +6,15 @@ The call itself (thread pool for plain handlers, the timeout) is ``invoke``'s.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from concurrent.futures import Executor
 from datetime import timedelta
 
 from pydantic import ValidationError
 
-from queuey._outcome import DeadLetter, Outcome, decide
+from queuey._outcome import DeadLetter, Outcome, clean_text, decide
 from queuey._runtime.handlers import HandlerEntry
-from queuey._runtime.invoke import HandlerTimeoutError, invoke
+from queuey._runtime.invoke import HandlerTimeoutError, run_handler
 from queuey.envelope import Envelope
 from queuey.jobs import JobContext
 from queuey.queues import QueueConfig
@@ -39,6 +38,7 @@ def _context(envelope: Envelope, max_attempts: int) -> JobContext:
         enqueued_at_ms=envelope.enqueued_at_ms,
         age=timedelta(milliseconds=age_ms),
         headers=dict(envelope.headers),
+        redeliveries=envelope.redeliveries,
     )
 
 
@@ -52,22 +52,15 @@ async def execute(
     """Run ``envelope`` through its handler and return the outcome (never raises, except
     ``CancelledError`` when the worker itself is cancelled)."""
     if entry is None:
-        return DeadLetter(f"no handler for job type `{envelope.job_type}`"), None
+        return DeadLetter(clean_text(f"no handler for job type `{envelope.job_type}`")), None
     try:
         job = entry.job_type.model_validate(envelope.payload)
     except ValidationError as exc:
-        return DeadLetter(
-            f"decode error: {exc.errors()[0]['msg']} ({exc.error_count()} errors)"
-        ), None
+        detail = clean_text(f"{exc.errors()[0]['msg']} ({exc.error_count()} errors)")
+        return DeadLetter(f"decode error: {detail}"), None
     policy = entry.retry
     ctx = _context(envelope, policy.max_attempts)
-    error: BaseException | None = None
-    try:
-        await invoke(
-            entry.call, (job, ctx), is_async=entry.is_async, executor=executor, timeout=timeout
-        )
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # any handler failure is an outcome, not a worker crash
-        error = exc
+    error = await run_handler(
+        entry.call, (job, ctx), is_async=entry.is_async, executor=executor, timeout=timeout
+    )
     return decide(envelope, error, policy, queue.top_priority), ctx

@@ -16,7 +16,7 @@ from concurrent.futures import Executor
 from datetime import timedelta
 from typing import Any
 
-__all__ = ["HandlerTimeoutError", "invoke", "is_coroutine_callable"]
+__all__ = ["HandlerTimeoutError", "invoke", "is_coroutine_callable", "run_handler"]
 
 
 class HandlerTimeoutError(TimeoutError):
@@ -89,3 +89,30 @@ def is_coroutine_callable(call: object) -> bool:
     return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(
         getattr(call, "__call__", None)  # noqa: B004
     )
+
+
+async def run_handler(
+    call: Callable[..., Any],
+    args: tuple[Any, ...],
+    *,
+    is_async: bool,
+    executor: Executor,
+    timeout: timedelta | None = None,
+) -> BaseException | None:
+    """``invoke`` the handler and return what it raised (``None`` on success).
+
+    Whatever the handler raises is its failure, ``SystemExit``, ``KeyboardInterrupt`` and a
+    ``CancelledError`` of its own included: none of them may stop the worker or leave the job
+    unsettled. Only the cancellation of the worker's own task (shutdown past its grace)
+    propagates.
+    """
+    try:
+        await invoke(call, args, is_async=is_async, executor=executor, timeout=timeout)
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        return exc
+    except BaseException as exc:
+        return exc
+    return None

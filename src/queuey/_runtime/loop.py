@@ -24,7 +24,8 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
-from queuey._runtime.settle import release
+from queuey._outcome import describe
+from queuey._runtime.settle import give_up, release
 from queuey.backends.base import Backend, Consumer, Delivery
 from queuey.queues import QueueConfig
 
@@ -151,9 +152,21 @@ class ConsumeLoop:
                 await release(delivery)
                 self._slots.release()
                 continue
-            task = asyncio.create_task(self._process(delivery, config, executor))
+            task = asyncio.create_task(self._guarded(delivery, config, executor))
             self._tasks.add(task)
             task.add_done_callback(self._done)
+
+    async def _guarded(self, delivery: Delivery, config: QueueConfig, executor: Executor) -> None:
+        """``process``, but a crash in it (a bug, not a handler failure: those are outcomes)
+        still settles the delivery, dead-lettered with the reason, so it is never left
+        claimed or redelivered forever."""
+        try:
+            await self._process(delivery, config, executor)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            log.exception("delivery processing crashed; dead-lettering it")
+            await give_up(delivery, f"processing failed: {describe(exc)}")
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -175,7 +188,9 @@ class ConsumeLoop:
             task.cancel()
         if late:
             log.warning(
-                "shutdown grace passed; %d handler(s) cancelled, to be redelivered", len(late)
+                "shutdown %s; %d handler(s) cancelled and handed back, to be delivered again",
+                "forced" if self._force.is_set() else "grace passed",
+                len(late),
             )
             await asyncio.wait(late)
 

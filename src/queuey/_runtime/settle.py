@@ -9,7 +9,7 @@ import logging
 from queuey._outcome import Ack, DeferFor, Outcome, RetryAfter
 from queuey.backends.base import Delivery
 
-__all__ = ["release", "settle"]
+__all__ = ["give_up", "release", "settle"]
 
 log = logging.getLogger("queuey.worker")
 
@@ -38,3 +38,14 @@ async def release(delivery: Delivery) -> None:
         await asyncio.shield(delivery.release())
     except Exception as exc:
         log.warning("could not release %s: %s", delivery.envelope.job_id, exc)
+
+
+async def give_up(delivery: Delivery, reason: str) -> None:
+    """Dead-letter ``delivery`` with ``reason``; if even that fails (or it was settled
+    already), hand it back. Never raises."""
+    try:
+        await asyncio.shield(delivery.dead_letter(reason))
+        return
+    except Exception as exc:
+        log.warning("could not dead-letter %s: %s", delivery.envelope.job_id, exc)
+    await release(delivery)

@@ -143,7 +143,9 @@ class MemoryBackend:
 
     def consumer(self, queue: QueueConfig) -> _MemoryConsumer:
         """A consumer honouring ``queue.prefetch`` as unsettled deliveries."""
-        return _MemoryConsumer(self, self._queue(queue.name, queue.kind), queue.prefetch)
+        return _MemoryConsumer(
+            self, self._queue(queue.name, queue.kind), queue.prefetch, queue.job_types
+        )
 
     async def count_pending(self, queue: str, kind: Kind = "job") -> int:
         """Same as ``pending(queue)``."""
@@ -257,8 +259,15 @@ class _MemoryDelivery:
 
 
 class _MemoryConsumer:
-    def __init__(self, backend: MemoryBackend, queue: _QueueState, prefetch: int) -> None:
+    def __init__(
+        self,
+        backend: MemoryBackend,
+        queue: _QueueState,
+        prefetch: int,
+        job_types: tuple[str, ...] | None = None,
+    ) -> None:
         self._backend = backend
+        self._job_types = None if job_types is None else frozenset(job_types)
         self._queue = queue
         self._slots = prefetch
         self._stopped = False
@@ -271,12 +280,18 @@ class _MemoryConsumer:
         self._wake.set()
 
     def _take(self) -> Envelope | None:
-        while self._queue.pending:
-            item = self._queue.pending.pop(0)
+        wanted = self._job_types
+        index = 0
+        while index < len(self._queue.pending):
+            item = self._queue.pending[index]
             if item.expires_at is not None and _now() > item.expires_at:
+                del self._queue.pending[index]
                 self._queue.dead.append((item.envelope, "expired"))
-                continue
-            return item.envelope
+            elif wanted is None or item.envelope.job_type in wanted:
+                del self._queue.pending[index]
+                return item.envelope
+            else:
+                index += 1  # another consumer's job type: leave it
         return None
 
     async def next(self) -> Delivery | None:

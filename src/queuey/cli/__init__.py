@@ -18,10 +18,17 @@ from typing import Any, NoReturn
 
 import click
 
-from queuey.backends.postgres import redact
 from queuey.errors import BackendError, QueueyError
+from queuey.secrets import RedactingFilter, redact, remember
 
-__all__ = ["EXIT_NOT_FOUND", "EXIT_UNREACHABLE", "EXIT_USAGE", "main", "run_until_signal"]
+__all__ = [
+    "AMQP_URL",
+    "EXIT_NOT_FOUND",
+    "EXIT_UNREACHABLE",
+    "EXIT_USAGE",
+    "main",
+    "run_until_signal",
+]
 
 log = logging.getLogger("queuey.cli")
 
@@ -29,8 +36,23 @@ EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 
+
+def remember_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: remember a connection string's password so output never shows it."""
+    return remember(value)
+
+
 DATABASE_URL = click.option(
-    "--database-url", envvar="QUEUEY_DATABASE_URL", help="PostgreSQL URL (or QUEUEY_DATABASE_URL)."
+    "--database-url",
+    envvar="QUEUEY_DATABASE_URL",
+    callback=remember_option,
+    help="PostgreSQL URL (or QUEUEY_DATABASE_URL).",
+)
+AMQP_URL = click.option(
+    "--amqp-url",
+    envvar="QUEUEY_AMQP_URL",
+    callback=remember_option,
+    help="RabbitMQ URL (or QUEUEY_AMQP_URL).",
 )
 SCHEMA = click.option("--schema", default="queuey", show_default=True, help="PostgreSQL schema.")
 
@@ -52,6 +74,10 @@ def main(verbose: int) -> None:
     """queuey: typed background jobs and topics on PostgreSQL, RabbitMQ or in memory."""
     level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())
+    remember(os.environ.get("QUEUEY_DATABASE_URL"))
+    remember(os.environ.get("QUEUEY_AMQP_URL"))
 
 
 def run_async(coro: Awaitable[Any]) -> Any:

@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from queuey.cli import SCHEMA, fail, main, run_async, run_until_signal
+from queuey.cli import SCHEMA, fail, main, remember_option, run_async, run_until_signal
 from queuey.cli._topics import CONFIG, app_database_url
 from queuey.errors import QueueyError
 
@@ -20,7 +20,9 @@ log = logging.getLogger("queuey.cli")
     "--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="TCP port."
 )
 @click.option(
-    "--database-url", help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url)."
+    "--database-url",
+    callback=remember_option,
+    help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url).",
 )
 @SCHEMA
 def serve_command(

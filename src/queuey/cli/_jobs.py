@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -13,7 +14,16 @@ from rich.console import Console
 from rich.table import Table
 
 from queuey.backends.base import Backend
-from queuey.cli import DATABASE_URL, SCHEMA, load_attr, main, require, run_async, run_until_signal
+from queuey.cli import (
+    AMQP_URL,
+    DATABASE_URL,
+    SCHEMA,
+    load_attr,
+    main,
+    require,
+    run_async,
+    run_until_signal,
+)
 
 
 async def _open_backend(
@@ -43,7 +53,7 @@ async def _open_backend(
     show_default=True,
 )
 @DATABASE_URL
-@click.option("--amqp-url", envvar="QUEUEY_AMQP_URL", help="RabbitMQ URL (or QUEUEY_AMQP_URL).")
+@AMQP_URL
 @click.option(
     "--schema", default="queuey_demo", show_default=True, help="PostgreSQL schema the demo uses."
 )
@@ -100,7 +110,13 @@ def worker_command(target: str) -> None:
     async def serve() -> None:
         worker = obj
         if not isinstance(worker, Worker) and callable(worker):
-            worker = worker()
+            try:
+                inspect.signature(obj).bind()
+            except (TypeError, ValueError):
+                raise click.UsageError(
+                    f"{target} must be a Worker or a factory taking no arguments"
+                ) from None
+            worker = obj()
             if asyncio.iscoroutine(worker):
                 worker = await worker
         if not isinstance(worker, Worker):

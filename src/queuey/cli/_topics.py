@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from queuey.backends.postgres import redact
-from queuey.cli import SCHEMA, fail, load_attr, main, run_async, run_until_signal
+from queuey.cli import SCHEMA, fail, load_attr, main, remember_option, run_async, run_until_signal
 from queuey.errors import QueueyError
+from queuey.secrets import redact, remember
 
 # -- topics (seed 000) -----------------------------------------------------------------------
 
@@ -28,7 +28,7 @@ def app_database_url(flag: str | None, file_url: str | None, config_path: str) -
     """The database URL from the flag, else QUEUEY_DATABASE_URL, else the file; exit 2 if none."""
     from queuey.topics.connection import DATABASE_URL_ENV, resolve_database_url
 
-    url = resolve_database_url(flag, os.environ.get(DATABASE_URL_ENV), file_url)
+    url = remember(resolve_database_url(flag, os.environ.get(DATABASE_URL_ENV), file_url))
     if url is None:
         fail(
             f"no database URL: pass --database-url, set {DATABASE_URL_ENV}, or set "
@@ -56,7 +56,9 @@ def _load_app(config_path: str, app_target: str | None) -> Any:
 @CONFIG
 @click.option("--app", "app_target", help="module:attr of an App whose functions to add.")
 @click.option(
-    "--database-url", help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url)."
+    "--database-url",
+    callback=remember_option,
+    help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url).",
 )
 @SCHEMA
 def run_command(
@@ -83,7 +85,9 @@ def run_command(
 @main.command("publish")
 @CONFIG
 @click.option(
-    "--database-url", help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url)."
+    "--database-url",
+    callback=remember_option,
+    help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url).",
 )
 @SCHEMA
 @click.option("--published-by", default="", help="Who publishes (recorded with the message).")
@@ -109,8 +113,8 @@ def publish_command(
     if not QueuesConfig.valid_topic(topic):
         fail(topic_error(topic))
     try:
-        message = json.loads(payload)
-    except json.JSONDecodeError as exc:
+        message = json.loads(payload, parse_constant=_refuse_constant)
+    except ValueError as exc:  # JSONDecodeError included
         fail(f"the payload is not valid JSON: {exc}")
     url = app_database_url(database_url, app_config.database_url, config_path)
 
@@ -122,4 +126,12 @@ def publish_command(
         finally:
             await backend.close()
 
-    click.echo(json.dumps(run_async(publish()).as_json()))
+    try:
+        publication = run_async(publish())
+    except TypeError as exc:
+        fail(str(exc))
+    click.echo(json.dumps(publication.as_json()))
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")

@@ -9,28 +9,32 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from queuey._outcome import Ack, DeadLetter, Outcome, RetryAfter
+from queuey._outcome import (
+    MAX_TEXT_BYTES,
+    Ack,
+    DeadLetter,
+    Outcome,
+    RetryAfter,
+    clean_text,
+    describe,
+)
 from queuey.envelope import Envelope
 from queuey.topics.config import QueuesConfig
 
 __all__ = ["MAX_ERROR_BYTES", "decide", "error_text", "not_loaded", "truncate_error"]
 
-MAX_ERROR_BYTES = 4000
+MAX_ERROR_BYTES = MAX_TEXT_BYTES
 
 
-def truncate_error(text: str, limit: int = MAX_ERROR_BYTES) -> str:
-    """``text`` cut to ``limit`` UTF-8 bytes on a character boundary, with ``…`` appended when
-    cut (so at most ``limit`` + 3 bytes)."""
-    data = text.encode("utf-8", errors="replace")
-    if len(data) <= limit:
-        return text
-    return data[:limit].decode("utf-8", errors="ignore") + "…"
+truncate_error = clean_text
 
 
 def error_text(error: BaseException) -> str:
-    """The text recorded for a function's exception: ``"Type: message"`` (or ``"Type"``)."""
-    message = str(error)
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+    """The text recorded for a function's exception: ``"Type: message"`` (or ``"Type"``),
+    storable and at most 4000 bytes (``clean_text``)."""
+    message = describe(error)
+    name = type(error).__name__
+    return clean_text(f"{name}: {message}") if message != name else name
 
 
 def not_loaded(subscriber: str, topic: str) -> str:
@@ -48,8 +52,8 @@ def decide(envelope: Envelope, error: str | None, config: QueuesConfig) -> Outco
     """
     if error is None:
         return Ack()
-    text = truncate_error(error)
-    if envelope.attempt >= config.max_attempts:
+    text = clean_text(error)
+    if envelope.attempt - envelope.redeliveries >= config.max_attempts:
         return DeadLetter(text)
-    delay = timedelta(seconds=config.retry_delay_secs(envelope.attempt))
+    delay = timedelta(seconds=config.retry_delay_secs(envelope.attempt - envelope.redeliveries))
     return RetryAfter(envelope.next_attempt(), delay, text)

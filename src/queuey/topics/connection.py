@@ -24,7 +24,7 @@ def resolve_database_url(flag: str | None, env: str | None, file_url: str | None
 
 
 async def connect_backend(
-    config: QueuesConfig, url: str, *, schema: str = "queuey", migrate: bool = True
+    config: QueuesConfig, url: str, *, schema: str = "queuey", migrate: bool = False
 ) -> Backend:
     """A ``PostgresBackend`` for an app: woken on ``channel()``, polling every ``poll_secs``,
     leases of ``lease_secs``, handled messages kept ``retain_hours`` (0: forever).

@@ -17,14 +17,13 @@ Each outcome is logged on ``queuey.topics`` with ``topic``, ``subscriber``, ``me
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Mapping
 from concurrent.futures import Executor
 from typing import Any
 
 from queuey._outcome import Ack, DeadLetter, Outcome, RetryAfter
-from queuey._runtime.invoke import invoke
+from queuey._runtime.invoke import run_handler
 from queuey._runtime.loop import ConsumeLoop
 from queuey._runtime.settle import release, settle
 from queuey.backends.base import Backend, Delivery
@@ -43,8 +42,16 @@ log = logging.getLogger("queuey.topics")
 
 
 def topic_queue(topic: str, config: QueuesConfig) -> QueueConfig:
-    """The queue a topic is consumed as: ``kind="topic"``, ``prefetch=batch``, no priorities."""
-    return QueueConfig(name=topic, kind="topic", prefetch=config.batch, max_priority=0)
+    """The queue a topic is consumed as: ``kind="topic"``, ``prefetch=batch``, no priorities,
+    and only the subscribers this app declares for it: another app sharing the table (or an
+    older deploy) leaves rows for subscribers it does not know to the processes that do."""
+    return QueueConfig(
+        name=topic,
+        kind="topic",
+        prefetch=config.batch,
+        max_priority=0,
+        job_types=tuple(config.subscribers(topic)),
+    )
 
 
 class Subscriber:
@@ -181,17 +188,13 @@ class Subscriber:
             return not_loaded(envelope.job_type, envelope.queue)
         context = _context(envelope)
         try:
-            result = await invoke(
-                function.call,
-                function.arguments(envelope.payload, context),
-                is_async=function.is_async,
-                executor=executor,
-            )
-            if inspect.isawaitable(result):  # a plain callable that returned a coroutine
-                await result
-        except Exception as exc:  # a failing function is an outcome, not a crash
+            arguments = function.arguments(envelope.payload, context)
+        except Exception as exc:
             return error_text(exc)
-        return None
+        error = await run_handler(
+            function.call, arguments, is_async=function.is_async, executor=executor
+        )
+        return None if error is None else error_text(error)
 
 
 def _context(envelope: Envelope) -> MessageContext:

@@ -23,6 +23,7 @@ from queuey import (
     Producer,
     Queue,
     QueueSet,
+    RetryPolicy,
     SchemaError,
     Worker,
 )
@@ -277,7 +278,14 @@ async def test_the_claim_uses_the_partial_index_beside_many_done_rows(
     producer = await Producer.create(PgQueues, backend)
     await producer.enqueue_many([Ping(n=n) for n in range(20)])
     await execute(database_url, sql.SQL("ANALYZE {}").format(table(schema)))
-    params = {"kind": "job", "queue": "pg.fast", "limit": 10, "owner": "x", "lease": 30.0}
+    params = {
+        "kind": "job",
+        "queue": "pg.fast",
+        "limit": 10,
+        "owner": "x",
+        "lease": 30.0,
+        "job_types": None,
+    }
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
         claim = backend.statements["claim"]
         cursor = await conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + claim, params)
@@ -386,3 +394,33 @@ async def test_transactional_publish_commits_with_the_caller(
     assert await backend.count_pending("pg.fast", kind="topic") == 0
     await backend.publish([Envelope.new("x", "pg.fast", {})], timedelta(seconds=60))
     assert await backend.count_pending("pg.fast") == 1
+
+
+class Flaky(
+    Job[PgQueues], queue=PgQueues.other, name="pg.Flaky", retry=RetryPolicy.fixed(2, "50ms")
+):
+    n: int = 0
+
+
+async def test_a_lost_worker_does_not_spend_a_retry(database_url: str, pg_schema: str) -> None:
+    async with PostgresBackend(database_url, schema=pg_schema, lease="1s") as backend:
+        producer = await Producer.create(PgQueues, backend)
+        await producer.enqueue(Flaky())
+        assert await backend.claim(PgQueues.other.config, 1)  # a worker that then dies
+        backend._held.clear()
+        await asyncio.sleep(1.2)
+        await backend.sweep()
+        worker = Worker(PgQueues, backend)
+        seen: list[tuple[int, int, bool]] = []
+
+        @worker.handler(Flaky)
+        async def handle(job: Flaky, ctx: JobContext) -> None:
+            seen.append((ctx.attempt, ctx.redeliveries, ctx.is_last_attempt))
+            if len(seen) == 1:
+                raise RuntimeError("first real failure")
+
+        task = asyncio.create_task(worker.run())
+        await until(lambda: worker.stats[PgQueues.other.name].succeeded == 1, timeout=15)
+        worker.shutdown()
+        await task
+    assert seen == [(2, 1, False), (3, 1, True)]

@@ -323,3 +323,46 @@ async def test_pausing_a_running_subscriber_leaves_new_rows_pending(
         await task
         await backend.close()
     assert handled == [1]
+
+
+async def test_apps_sharing_a_table_take_only_their_own_subscribers(
+    database_url: str, pg_schema: str, conn: psycopg.AsyncConnection[Any]
+) -> None:
+    first = App(QueuesConfig(prefix="appx", subscribe={"t.shared": "record"}, poll_secs=1))
+    second = App(QueuesConfig(prefix="appy", subscribe={"t.shared": "boom"}, poll_secs=1))
+    seen: list[str] = []
+
+    @first.function
+    def record(payload: Any) -> None:
+        seen.append("record")
+
+    @second.function
+    def boom(payload: Any) -> None:
+        seen.append("boom")
+
+    backends = [await open_backend(database_url, pg_schema, app.config) for app in (first, second)]
+    try:
+        await first.publisher(backends[0]).publish("t.shared", {})
+        await second.publisher(backends[1]).publish("t.shared", {})
+
+        async def done() -> bool:
+            found = await rows(conn, pg_schema, "t.shared")
+            return sorted(seen) == ["boom", "record"] and {r[2] for r in found} == {"done"}
+
+        subscribers = [second.subscriber(backends[1]), first.subscriber(backends[0])]
+        tasks = [asyncio.create_task(s.run()) for s in subscribers]
+        try:
+            async with asyncio.timeout(15):
+                while not await done():
+                    await asyncio.sleep(0.05)
+        finally:
+            for subscriber in subscribers:
+                subscriber.shutdown()
+            await asyncio.gather(*tasks)
+    finally:
+        for backend in backends:
+            await backend.close()
+    assert [(r[1], r[2], r[6]) for r in await rows(conn, pg_schema, "t.shared")] == [
+        ("record", "done", None),
+        ("boom", "done", None),
+    ]

@@ -25,6 +25,7 @@ from queuey import (
     Queue,
     QueueConfig,
     QueueSet,
+    RetryPolicy,
     Worker,
 )
 from queuey.backends.rabbitmq import RabbitMqBackend, RabbitMqOptions
@@ -279,3 +280,29 @@ async def test_a_hold_too_long_for_rabbitmq_dead_letters_the_job(rabbitmq: Rabbi
     )
     await consumer.stop()
     assert await consumer.next() is None
+
+
+async def test_a_retry_that_cannot_be_published_dead_letters_instead_of_spinning(
+    rabbitmq: RabbitMqBackend, raw: AbstractConnection
+) -> None:
+    kit = make_kit(retry=RetryPolicy.fixed(3, "50ms"))
+    producer = await Producer.create(kit.queues, rabbitmq)
+    channel = await raw.channel()
+    # A hold queue of the same name but other arguments: every declare of it is refused.
+    hold = await channel.declare_queue(f"{kit.queue}.hold.1000", durable=True)
+    worker = Worker(kit.queues, rabbitmq)
+    runs: list[int] = []
+
+    @worker.handler(kit.Task)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        runs.append(ctx.attempt)
+        raise RuntimeError("try again")
+
+    await producer.enqueue(kit.Task())
+    await run_until(worker, lambda: worker.settle_failures == 1)
+    async with asyncio.timeout(10):
+        while not await rabbitmq.list_dead(kit.queue):
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    assert runs == [1], "the job must not be redelivered in a loop"
+    await hold.delete(if_unused=False, if_empty=False)

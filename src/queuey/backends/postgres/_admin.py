@@ -24,6 +24,7 @@ from queuey.backends.postgres._migrate import check_schema
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.envelope import Kind
 from queuey.errors import ConfigError
+from queuey.secrets import remember
 
 __all__ = ["Admin", "FailedRow", "QueueStatus", "RowDetail", "Touched"]
 
@@ -160,7 +161,7 @@ class Admin:
         channel: str | None = None,
         connect_timeout: int = 10,
     ) -> None:
-        self.conninfo = conninfo
+        self.conninfo = remember(conninfo) or conninfo
         self.statements = Statements(schema, table)
         self.channel = check_identifier(channel or f"{schema}_queue"[:63], "channel")
         self.connect_timeout = connect_timeout

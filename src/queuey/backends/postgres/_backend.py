@@ -26,7 +26,7 @@ from psycopg.rows import TupleRow
 
 from queuey.backends.postgres._acks import AckBatch, LostClaimError
 from queuey.backends.postgres._arrays import number_array, text_array
-from queuey.backends.postgres._conninfo import connection_errors, redact
+from queuey.backends.postgres._conninfo import connection_errors
 from queuey.backends.postgres._consumer import PgConsumer
 from queuey.backends.postgres._listen import Listener, Outage
 from queuey.backends.postgres._migrate import check_schema, migrate
@@ -35,8 +35,9 @@ from queuey.backends.postgres._publish import bulk_params, single_params
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope, Kind
-from queuey.errors import BackendError, ShutDownError
+from queuey.errors import BackendError, ConfigError, ShutDownError
 from queuey.queues import QueueConfig
+from queuey.secrets import redact, remember
 
 __all__ = ["PostgresBackend", "process_identity"]
 
@@ -61,6 +62,8 @@ class PostgresBackend:
         table: the message table (default "queue_message").
         channel: the NOTIFY channel (default ``<schema>_queue``, so "queuey_queue" for the
             default schema; a schema's listeners are not woken by another schema's jobs).
+            Listeners also listen on ``<schema>_queue``, where operations commands
+            (``queuey failed retry``) announce rows they make due.
         poll_interval: the safety-net poll (duration; default 5 s).
         lease: how long a claimed row is held without a heartbeat before another worker may
             take it (duration; default 5 min). The heartbeat extends it every third of it.
@@ -91,12 +94,15 @@ class PostgresBackend:
         poll_only: bool = False,
     ) -> None:
         self.conninfo = conninfo
+        remember(conninfo)
         self.statements = Statements(schema, table)
-        self.channel = check_identifier(channel or f"{schema}_queue"[:63], "channel")
+        self.schema_channel = f"{schema}_queue"[:63]
+        self.channel = check_identifier(channel or self.schema_channel, "channel")
         self.poll_interval = parse_duration(poll_interval, "poll_interval").total_seconds()
         self.lease = parse_duration(lease, "lease").total_seconds()
         self.retain = None if retain is None else parse_duration(retain, "retain").total_seconds()
-        self.max_redeliveries = max(1, max_redeliveries)
+        self.max_redeliveries = _positive(max_redeliveries, "max_redeliveries")
+        _positive(pool_size, "pool_size")
         self.poll_only = poll_only
         self.owner = process_identity()
         self._pool = make_pool(conninfo, pool_size, f"queuey {self.owner}")
@@ -281,7 +287,7 @@ class PostgresBackend:
         if not self.poll_only:
             self.listener = Listener(
                 self.conninfo,
-                self.channel,
+                [self.channel, self.schema_channel],
                 self._notified,
                 self._wake_all,
                 f"queuey-listen {self.owner}"[:63],
@@ -326,17 +332,25 @@ class PostgresBackend:
                 "limit": limit,
                 "owner": self.owner,
                 "lease": self.lease,
+                "job_types": _job_types(config),
             },
         )
         if rows is None:
             return None
         rows.sort(key=lambda r: r[9])
         self._held.update(r[0] for r in rows)
-        return [(r[0], _envelope(config, r), r[10] > 0) for r in rows]
+        return [(r[0], _envelope(config, r, r[10]), r[10] > 0) for r in rows]
 
     async def next_due(self, config: QueueConfig) -> float | None:
         """Seconds until the next pending row of the queue is due, if any."""
-        rows = await self._query("next_due", {"kind": config.kind, "queue": config.name})
+        rows = await self._query(
+            "next_due",
+            {
+                "kind": config.kind,
+                "queue": config.name,
+                "job_types": _job_types(config),
+            },
+        )
         if not rows or rows[0][0] is None:
             return None
         return max(0.0, float(rows[0][0]))
@@ -499,11 +513,21 @@ class PostgresBackend:
                 return await cursor.fetchall()
 
 
+def _positive(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{what}: must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _job_types(config: QueueConfig) -> list[str] | None:
+    return None if config.job_types is None else list(config.job_types)
+
+
 async def _migrate(conninfo: str, statements: Statements) -> None:
     await migrate(conninfo, schema=statements.schema, table=statements.table)
 
 
-def _envelope(config: QueueConfig, row: Sequence[Any]) -> Envelope:
+def _envelope(config: QueueConfig, row: Sequence[Any], redeliveries: int = 0) -> Envelope:
     row_id, job_type, attempts, deferrals, priority, payload, raw, published_by, ms = row[:9]
     # json text from a claim (NULL when empty), already decoded from other queries
     headers = dict(raw) if isinstance(raw, dict) else json.loads(raw) if raw else {}
@@ -520,4 +544,5 @@ def _envelope(config: QueueConfig, row: Sequence[Any]) -> Envelope:
         payload=payload,
         headers=headers,
         kind=config.kind,
+        redeliveries=redeliveries,
     )

@@ -19,6 +19,7 @@ from collections import deque
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from queuey._outcome import clean_text
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
 
@@ -87,13 +88,10 @@ class PgDelivery:
         self._consumer.poke()
 
 
-def truncate(text: str, limit: int = 4000) -> str:
-    """``text`` cut to ``limit`` UTF-8 bytes on a character boundary, with "…" when cut
-    (seed ``000``, SEEDS-DIGEST §1.8)."""
-    data = text.encode()
-    if len(data) <= limit:
-        return text
-    return data[:limit].decode(errors="ignore") + "…"
+def truncate(text: str) -> str:
+    """``text`` made storable in a ``text`` column (no NUL, no lone surrogate) and cut to 4000
+    UTF-8 bytes with "…" (seed ``000``, SEEDS-DIGEST §1.8)."""
+    return clean_text(text)
 
 
 class PgConsumer:

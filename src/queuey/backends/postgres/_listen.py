@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import psycopg
 from psycopg import sql
 
-from queuey.backends.postgres._conninfo import redact
+from queuey.secrets import redact
 
 __all__ = ["Listener", "Outage"]
 
@@ -48,13 +48,13 @@ class Outage:
 
 
 class Listener:
-    """Runs LISTEN on ``channel`` and calls ``on_notify(payload)`` for each notification and
+    """Runs LISTEN on ``channels`` and calls ``on_notify(payload)`` for each notification and
     ``on_connect()`` after each (re)connect."""
 
     def __init__(
         self,
         conninfo: str,
-        channel: str,
+        channels: Sequence[str],
         on_notify: Callable[[str], None],
         on_connect: Callable[[], None],
         application_name: str = "queuey-listen",
@@ -62,13 +62,13 @@ class Listener:
         reconnect_delay: float = 0.5,
     ) -> None:
         self._conninfo = conninfo
-        self._channel = channel
+        self._channels = list(dict.fromkeys(channels))
         self._on_notify = on_notify
         self._on_connect = on_connect
         self._application_name = application_name
         self._health = health_interval
         self._delay = reconnect_delay
-        self._outage = Outage(f"LISTEN connection ({channel})")
+        self._outage = Outage(f"LISTEN connection ({', '.join(self._channels)})")
         self.connected = asyncio.Event()
 
     async def run(self) -> None:
@@ -93,7 +93,8 @@ class Listener:
             application_name=self._application_name,
         )
         async with conn:
-            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+            for channel in self._channels:
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
             self._outage.recovered()
             self.connected.set()
             self._on_connect()

@@ -26,7 +26,8 @@ from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractMessage
 
 from queuey.backends.rabbitmq._errors import describe, password_of, redact, translated
 from queuey.backends.rabbitmq._options import RabbitMqOptions
-from queuey.errors import BackendError, QueueyError, ShutDownError
+from queuey.errors import BackendError, ConfigError, QueueyError, ShutDownError
+from queuey.secrets import remember
 
 __all__ = ["Link", "Restore"]
 
@@ -46,7 +47,9 @@ class Link:
 
     def __init__(self, url: str, options: RabbitMqOptions) -> None:
         self.url = url
+        remember(url)
         self.safe_url = redact(url)
+        _check_url(url)
         self._password = password_of(url)
         self._options = options
         self._connection: AbstractConnection | None = None
@@ -248,3 +251,23 @@ def _with_heartbeat(url: str, seconds: int) -> str:
     if any(key == "heartbeat" for key, _ in query):
         return url
     return urlunsplit(parts._replace(query=urlencode([*query, ("heartbeat", str(seconds))])))
+
+
+def _check_url(url: str) -> None:
+    """Refuse a URL the driver would misread, naming it (password masked).
+
+    Raises:
+        ConfigError: not ``amqp://`` or ``amqps://`` with a host.
+    """
+    try:
+        parts = urlsplit(url)
+        valid = (
+            parts.scheme in ("amqp", "amqps")
+            and bool(parts.hostname)
+            and (parts.port is None or parts.port > 0)
+        )
+    except ValueError:
+        valid = False
+    if not valid:
+        shown = redact(url) if "://" in url else "<not a URL>"
+        raise ConfigError(f"AMQP URL {shown!r} is not of the form amqp://user@host:5672/vhost")

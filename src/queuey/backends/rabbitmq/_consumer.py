@@ -380,7 +380,17 @@ class RabbitMqDelivery:
     async def _publish(self, routing_key: str, message: AbstractMessage, hold: Hold | None) -> None:
         try:
             await self._consumer.backend._send(routing_key, message, hold)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await self._message.nack(requeue=True)  # deliver it again rather than strand it
+        except BaseException as exc:
+            # The original is still ours. Requeueing it would redeliver it at once, and a publish
+            # that keeps failing (a refused declaration, an oversized message) would spin; the
+            # broker dead-letters a rejected message into ``q.dead`` instead, where it stays for
+            # a person. If the channel is gone, the broker redelivers it anyway.
+            if _alive(self._message):
+                log.error(
+                    "could not publish the outcome of job %s (%s); moving it to the dead letters",
+                    self._envelope.job_id,
+                    exc,
+                )
+                with contextlib.suppress(Exception):
+                    await self._message.reject(requeue=False)
             raise

@@ -72,6 +72,7 @@ WITH picked AS (
     SELECT id, redeliveries, priority, available_at, seq FROM {table}
     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
       AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
+      AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
     ORDER BY priority DESC, available_at, seq
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -167,7 +168,8 @@ WHERE id IN (SELECT id FROM {table}
 -- Seconds until the next pending row of a queue becomes due (NULL when none).
 SELECT extract(epoch FROM min(available_at) - now())::float8
 FROM {table}
-WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s;
+WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+  AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]));
 
 -- name: count_pending
 -- Rows of a queue due now.
