@@ -67,7 +67,14 @@ def pgbench_script() -> str:
     owner = "'pgbench'"
     claim = _statement(
         "claim",
-        {"kind": "'job'", "queue": f"'{QUEUE}'", "limit": ":batch", "owner": owner, "lease": "300"},
+        {
+            "kind": "'job'",
+            "queue": f"'{QUEUE}'",
+            "job_types": "NULL",
+            "limit": ":batch",
+            "owner": owner,
+            "lease": "300",
+        },
     )
     ack = _statement("ack", {"ids": ":ids", "attempts": ":attempts", "owner": owner})
     return (
