@@ -7,7 +7,6 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +26,7 @@ from queuey import (
     Worker,
 )
 from queuey.backends.base import Backend
+from tests.helpers import run_until
 
 
 @dataclass
@@ -64,19 +64,6 @@ def make_kit() -> Kit:
         n: int = 0
 
     return Kit(Queues, Plain, Retried, Urgent, Expiring)
-
-
-async def run_until(worker: Worker[Any], done: Callable[[], bool], timeout: float = 15) -> None:
-    """Run ``worker`` until ``done()`` holds, then shut it down gracefully."""
-    task = asyncio.create_task(worker.run())
-    try:
-        async with asyncio.timeout(timeout):
-            while not done():
-                assert not task.done(), task.exception() if task.done() else None
-                await asyncio.sleep(0.01)
-    finally:
-        worker.shutdown()
-        await task
 
 
 def finished(worker: Worker[Any]) -> int:

@@ -30,6 +30,7 @@ from queuey import (
 )
 from queuey.backends.rabbitmq import RabbitMqBackend, RabbitMqOptions
 from queuey.backends.rabbitmq._consumer import RabbitMqDelivery
+from tests.helpers import run_until
 
 Connect = Callable[..., Awaitable[Any]]
 pytestmark = pytest.mark.rabbitmq
@@ -56,18 +57,6 @@ def make_kit(**options: Any) -> Kit:
         label: str = ""
 
     return Kit(Queues, Task, prefix)
-
-
-async def run_until(worker: Worker[Any], done: Callable[[], bool], timeout: float = 15) -> None:
-    task = asyncio.create_task(worker.run())
-    try:
-        async with asyncio.timeout(timeout):
-            while not done():
-                assert not task.done(), task.exception() if task.done() else None
-                await asyncio.sleep(0.01)
-    finally:
-        worker.shutdown()
-        await task
 
 
 async def test_a_short_delay_is_not_blocked_behind_a_long_one(rabbitmq: RabbitMqBackend) -> None:

@@ -17,19 +17,12 @@ from queuey import MemoryBackend
 from queuey.testing import run_until_idle
 from queuey.topics import App, MessageContext, QueuesConfig, Subscriber
 from queuey.topics._decision import truncate_error
+from tests.helpers import run_until as run_runner
 
 
-async def run_until(subscriber: Subscriber, done: Callable[[], bool], timeout: float = 30) -> None:
-    """Run ``subscriber`` until ``done()`` holds, then shut it down gracefully."""
-    task = asyncio.create_task(subscriber.run())
-    try:
-        async with asyncio.timeout(timeout):
-            while not done():
-                assert not task.done(), task.exception() if task.done() else None
-                await asyncio.sleep(0.01)
-    finally:
-        subscriber.shutdown()
-        await task
+async def run_until(subscriber: Subscriber, done: Callable[[], bool]) -> None:
+    """Run ``subscriber`` until ``done()`` holds (30 s of loop time at most)."""
+    await run_runner(subscriber, done, timeout=30)
 
 
 @pytest.mark.looptime
