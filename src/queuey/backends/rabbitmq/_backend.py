@@ -1,46 +1,32 @@
 """``RabbitMqBackend``: the ``Backend`` contract on RabbitMQ 3.10+ classic queues (DESIGN §5).
 
-Topology and names are in ``_topology``, the wire format in ``_wire``, the connection and its
-reconnection in ``_connection``, consumers and deliveries in ``_consumer``.
+The backend is a thin assembler: it owns a ``Link`` (the connection and its reconnection,
+``_connection``), a ``Router`` (routing, hold queues, confirmed publishes and the declared
+queues, ``_router``) and the consumers it made (``_consumer``, deliveries in ``_delivery``),
+and hands each consumer the link and the router, never itself. Names and arguments are in
+``_topology``, the wire format in ``_wire``, read-only looks at the broker in ``_inspection``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from types import TracebackType
 from typing import Self
 
-from aio_pika.abc import AbstractConnection, AbstractMessage
-
-from queuey.backends.rabbitmq import _topology as topology
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._consumer import RabbitMqConsumer
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
-from queuey.backends.rabbitmq._errors import translated
 from queuey.backends.rabbitmq._inspection import count_ready, purge_queue, read_dead
+from queuey.backends.rabbitmq._lifecycle import Lifecycle
 from queuey.backends.rabbitmq._options import RabbitMqOptions
-from queuey.backends.rabbitmq._wire import envelope_message
+from queuey.backends.rabbitmq._router import Router
+from queuey.backends.rabbitmq._topology import broker_name, check_name, dead_name
 from queuey.envelope import Envelope, Kind
 from queuey.errors import BackendError, ShutDownError, UnknownQueueError
 from queuey.queues import QueueConfig
 
-__all__ = ["Hold", "RabbitMqBackend"]
-
-log = logging.getLogger("queuey.rabbitmq")
-
-
-@dataclass(frozen=True)
-class Hold:
-    """A hold queue to (re)declare before publishing into it."""
-
-    name: str
-    base: str
-    ttl_ms: int
-    durable: bool
+__all__ = ["RabbitMqBackend"]
 
 
 class RabbitMqBackend:
@@ -72,13 +58,11 @@ class RabbitMqBackend:
 
     def __init__(self, url: str, options: RabbitMqOptions | None = None) -> None:
         self.options = options or RabbitMqOptions()
+        self._lifecycle = Lifecycle()
         self._link = Link(url, self.options)
-        self._link.restore = self._restore
-        self._declared: dict[tuple[Kind, str], QueueConfig] = {}
-        self._holds: set[str] = set()
+        self._router = Router(self._link, self._lifecycle, self.options.hold_granularity)
+        self._link.restore = self._router.restore
         self._consumers: set[RabbitMqConsumer] = set()
-        self._opened = False
-        self._closed = False
 
     @classmethod
     async def connect(cls, url: str, options: RabbitMqOptions | None = None) -> RabbitMqBackend:
@@ -99,11 +83,11 @@ class RabbitMqBackend:
             BackendError: as for ``connect``.
             ShutDownError: the backend was closed; it cannot be reopened.
         """
-        if self._closed:
+        if self._lifecycle.closed:
             raise ShutDownError("this RabbitMQ backend was closed; create a new one")
-        if not self._opened:
+        if not self._lifecycle.opened:
             await self._link.open()
-            self._opened = True
+            self._lifecycle.opened = True
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -133,78 +117,16 @@ class RabbitMqBackend:
                 ``x-max-priority`` (drain and delete it, or set ``max_priority=0``).
             ShutDownError: the backend is closed.
         """
-        self._check_open()
+        self._lifecycle.check_open()
         for config in queues:
-            topology.check_name(topology.broker_name(config.name, config.kind))
+            check_name(broker_name(config.name, config.kind))
         channel = await self._link.channel(self._timeout)
         try:
             for config in queues:
                 await declare_queue(channel, config)
-                self._declared.setdefault((config.kind, config.name), config)
+                self._router.remember(config)
         finally:
             await close_quietly(channel)
-
-    async def _restore(self, connection: AbstractConnection) -> None:
-        configs = list(self._declared.values())
-        if not configs:
-            return
-        with translated("re-declaring queues after reconnecting"):
-            channel = await connection.channel(publisher_confirms=False)
-        try:
-            for config in configs:
-                await declare_queue(channel, config)
-        finally:
-            await close_quietly(channel)
-
-    async def _declare_hold(self, hold: Hold) -> None:
-        """Declare (again) the hold queue ``hold``; re-declaring renews its ``x-expires``."""
-        channel = await self._link.declarer()
-        with translated(f"declaring hold queue {hold.name!r}"):
-            await channel.declare_queue(
-                hold.name,
-                durable=hold.durable,
-                arguments=dict(topology.hold_arguments(hold.base, hold.ttl_ms)),
-            )
-        self._holds.add(hold.name)
-
-    # -- publishing ---------------------------------------------------------------------------
-
-    def _route(
-        self, envelope: Envelope, delay: timedelta | None, config: QueueConfig | None = None
-    ) -> tuple[str, Hold | None]:
-        """Where ``envelope`` goes: its queue now, or the hold queue for ``delay``.
-
-        Args:
-            envelope: the envelope to send.
-            delay: none or zero for now.
-            config: the queue's configuration (default: the one this backend declared).
-
-        Raises:
-            UnknownQueueError: a delay, on a queue this backend never declared.
-            ConfigError: the delay is longer than RabbitMQ can hold a message.
-        """
-        base = topology.broker_name(envelope.queue, envelope.kind)
-        if delay is None or delay <= timedelta(0):
-            return base, None
-        config = config or self._declared.get((envelope.kind, envelope.queue))
-        if config is None:
-            raise UnknownQueueError(envelope.queue)
-        ttl = topology.hold_ttl_ms(delay, self.options.hold_granularity)
-        name = topology.hold_name(base, ttl)
-        return name, Hold(name, base, ttl, config.durable)
-
-    async def _send(self, routing_key: str, message: AbstractMessage, hold: Hold | None) -> None:
-        """Declare ``hold`` if given, then publish ``message`` to ``routing_key`` and await
-        the broker's confirm.
-
-        Raises:
-            BackendError: refused, unroutable, or the connection was lost.
-            ShutDownError: the backend is closed.
-        """
-        self._check_open()
-        if hold is not None:
-            await self._declare_hold(hold)
-        await self._link.publish(routing_key, message)
 
     async def publish(
         self,
@@ -225,28 +147,10 @@ class RabbitMqBackend:
             ConfigError: a delay longer than RabbitMQ can hold (about 24.8 days).
             ShutDownError: the backend is closed.
         """
-        self._check_open()
+        self._lifecycle.check_open()
         if connection is not None:
             raise BackendError("RabbitMqBackend does not take a database connection")
-        plan = [
-            (envelope, *self._route(envelope, delay))
-            for envelope in envelopes
-            if envelope.kind == "job" or envelope.job_type
-        ]
-        holds = {hold.name: hold for _, _, hold in plan if hold is not None}
-        for hold in holds.values():
-            await self._declare_hold(hold)
-        if len(plan) == 1:
-            await self._link.publish(plan[0][1], envelope_message(plan[0][0]))
-            return
-        # Pipelined: every message goes out at once and the confirms are awaited together.
-        results = await asyncio.gather(
-            *(self._link.publish(key, envelope_message(envelope)) for envelope, key, _ in plan),
-            return_exceptions=True,
-        )
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        await self._router.publish(envelopes, delay)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Hold ``envelope`` for ``delay`` (rounded up to the hold granularity), then deliver
@@ -258,8 +162,8 @@ class RabbitMqBackend:
             BackendError: the broker refused the hold or the publish.
             ShutDownError: the backend is closed.
         """
-        self._check_open()
-        if (envelope.kind, envelope.queue) not in self._declared:
+        self._lifecycle.check_open()
+        if not self._router.knows(envelope.kind, envelope.queue):
             raise UnknownQueueError(envelope.queue)
         await self.publish([envelope], delay)
 
@@ -271,18 +175,16 @@ class RabbitMqBackend:
         It starts consuming on its first ``next()``, and comes back by itself after a
         reconnection or after the broker cancels it (its queue deleted).
         """
-        consumer = RabbitMqConsumer(self, queue)
+        consumer = RabbitMqConsumer(
+            self._link, self._router, queue, self.options, self._consumers.discard
+        )
         self._consumers.add(consumer)
         return consumer
-
-    def _forget(self, consumer: RabbitMqConsumer) -> None:
-        """Drop ``consumer`` from those ``close`` must stop (it finished on its own)."""
-        self._consumers.discard(consumer)
 
     @property
     def reconnections(self) -> int:
         """How many times the connection was lost and re-established (0 until then)."""
-        return self._link.generation - 1 if self._opened else 0
+        return self._link.generation - 1 if self._lifecycle.opened else 0
 
     # -- inspection ---------------------------------------------------------------------------
 
@@ -294,10 +196,10 @@ class RabbitMqBackend:
         Raises:
             BackendError: the broker could not be asked.
         """
-        self._check_open()
+        self._lifecycle.check_open()
         channel = await self._link.channel(self._timeout)
         try:
-            return await count_ready(channel, topology.broker_name(queue, kind))
+            return await count_ready(channel, broker_name(queue, kind))
         finally:
             await close_quietly(channel)
 
@@ -315,8 +217,8 @@ class RabbitMqBackend:
         Raises:
             BackendError: the broker could not be read.
         """
-        self._check_open()
-        dead = topology.dead_name(topology.broker_name(queue, kind))
+        self._lifecycle.check_open()
+        dead = dead_name(broker_name(queue, kind))
         channel = await self._link.channel(self._timeout)
         try:
             return await read_dead(channel, dead, queue, limit)
@@ -333,12 +235,11 @@ class RabbitMqBackend:
         Raises:
             BackendError: the broker refused a purge.
         """
-        self._check_open()
+        self._lifecycle.check_open()
         removed = 0
         for name in queue_names:
-            base = topology.broker_name(name, kind)
-            holds = sorted(h for h in self._holds if h.startswith(base + topology.HOLD_INFIX))
-            for target in (base, topology.dead_name(base), *holds):
+            base = broker_name(name, kind)
+            for target in (base, dead_name(base), *self._router.holds_of(base)):
                 channel = await self._link.channel(self._timeout)
                 try:
                     removed += await purge_queue(channel, target)
@@ -348,21 +249,17 @@ class RabbitMqBackend:
 
     def declared_queue_names(self) -> list[str]:
         """Every broker queue this backend declared (main, ``.dead`` and hold queues), sorted."""
-        names = set(self._holds)
-        for kind, name in self._declared:
-            base = topology.broker_name(name, kind)
-            names.update((base, topology.dead_name(base)))
-        return sorted(names)
+        return self._router.queue_names()
 
     def is_closed(self) -> bool:
         """Whether ``close`` was called."""
-        return self._closed
+        return self._lifecycle.closed
 
     async def close(self) -> None:
         """Stop the consumers and close the connection. Idempotent; safe before ``open``."""
-        if self._closed:
+        if self._lifecycle.closed:
             return
-        self._closed = True
+        self._lifecycle.closed = True
         for consumer in list(self._consumers):
             await consumer.abort()
         self._consumers.clear()
@@ -373,9 +270,3 @@ class RabbitMqBackend:
     @property
     def _timeout(self) -> float:
         return self.options.publish_timeout.total_seconds()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ShutDownError("the RabbitMQ backend is closed")
-        if not self._opened:
-            raise ShutDownError("the RabbitMQ backend is not open: use RabbitMqBackend.connect")

@@ -1,14 +1,27 @@
 """``RabbitMqOptions``: the RabbitMQ backend's tunables, a small frozen value validated on
-creation (STYLE: options in a frozen value, not a god constructor)."""
+creation (STYLE: options in a frozen value, not a god constructor). The checks go through
+``queuey._validation``, so a bad value is a ``ConfigError`` naming ``RabbitMqOptions`` and the
+option, shaped like every other option error."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
 
-from queuey.errors import ConfigError
+from queuey._validation import Site, check_str
 
 __all__ = ["RabbitMqOptions"]
+
+
+_SITE = Site("RabbitMqOptions")
+_DURATIONS = (
+    "hold_granularity",
+    "heartbeat",
+    "connect_timeout",
+    "reconnect_initial",
+    "reconnect_max",
+    "publish_timeout",
+)
 
 
 @dataclass(frozen=True)
@@ -33,7 +46,8 @@ class RabbitMqOptions:
 
     Raises:
         ConfigError: a duration is zero or negative, ``hold_granularity`` is not a whole
-            number of milliseconds, or ``reconnect_max`` < ``reconnect_initial``.
+            number of milliseconds, ``reconnect_max`` < ``reconnect_initial``, or
+            ``connection_name`` is not a string.
     """
 
     hold_granularity: timedelta = timedelta(seconds=1)
@@ -45,18 +59,26 @@ class RabbitMqOptions:
     connection_name: str = "queuey"
 
     def __post_init__(self) -> None:
-        for name in (
-            "hold_granularity",
-            "heartbeat",
-            "connect_timeout",
-            "reconnect_initial",
-            "reconnect_max",
-            "publish_timeout",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, timedelta) or value <= timedelta(0):
-                raise ConfigError(f"RabbitMqOptions.{name}: must be a positive timedelta")
+        for name in _DURATIONS:
+            _check_positive(getattr(self, name), name)
         if self.hold_granularity % timedelta(milliseconds=1):
-            raise ConfigError("RabbitMqOptions.hold_granularity: must be whole milliseconds")
+            raise _SITE.error(
+                "hold_granularity", f"must be whole milliseconds, got {self.hold_granularity!r}"
+            )
         if self.reconnect_max < self.reconnect_initial:
-            raise ConfigError("RabbitMqOptions.reconnect_max: must be >= reconnect_initial")
+            raise _SITE.error(
+                "reconnect_max",
+                f"must be >= reconnect_initial ({self.reconnect_initial!r}), "
+                f"got {self.reconnect_max!r}",
+            )
+        check_str(self.connection_name, "connection_name", site=_SITE)
+
+
+def _check_positive(value: object, name: str) -> None:
+    """Refuse anything but a positive ``timedelta`` for option ``name``.
+
+    Raises:
+        ConfigError: naming ``RabbitMqOptions``, ``name`` and the value.
+    """
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise _SITE.error(name, f"must be a positive timedelta, got {value!r}")

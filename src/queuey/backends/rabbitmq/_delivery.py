@@ -1,0 +1,190 @@
+"""``RabbitMqDelivery``: one message handed out by a consumer, settled exactly once.
+
+A delivery publishes before it acknowledges (a retry, deferral or dead letter is confirmed by
+the broker before the original is acked), so a failure in between yields a duplicate, never a
+loss. A delivery whose channel died with the connection cannot be settled: its settle raises
+``BackendError`` at once (the broker redelivers the job), without publishing a duplicate first.
+
+Plain acks go through the channel's ``AckWindow``: one ``basic.ack(multiple)`` for the
+deliveries handled in order, so a drain sends a fraction of the frames.
+
+What the deliveries of one consumer share (its queue, the router they publish through, the
+hook that tells the consumer a delivery is settled) is one ``Origin``, so a delivery never
+holds its consumer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from aio_pika.abc import AbstractIncomingMessage, AbstractMessage
+from aio_pika.exceptions import ChannelInvalidStateError
+
+from queuey.backends.rabbitmq._acks import AckWindow
+from queuey.backends.rabbitmq._errors import translated
+from queuey.backends.rabbitmq._router import Hold, Router
+from queuey.backends.rabbitmq._wire import dead_headers, envelope_message, retry_headers
+from queuey.envelope import Envelope
+from queuey.errors import BackendError, ConfigError
+from queuey.queues import QueueConfig
+
+__all__ = ["Origin", "RabbitMqDelivery", "channel_alive"]
+
+log = logging.getLogger("queuey.rabbitmq")
+
+
+def channel_alive(message: AbstractIncomingMessage) -> bool:
+    """Whether the channel ``message`` came on is still open (it can still be settled)."""
+    try:
+        return not message.channel.is_closed
+    except ChannelInvalidStateError:
+        return False
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What every delivery of one consumer shares.
+
+    Attributes:
+        config: the consumed queue.
+        dead: its dead-letter queue on the broker.
+        router: publishes retries, deferrals and dead letters.
+        settled: awaited once per delivery after it is settled (or given up on).
+    """
+
+    config: QueueConfig
+    dead: str
+    router: Router
+    settled: Callable[[], Awaitable[None]]
+
+
+class RabbitMqDelivery:
+    """One message handed out by a ``RabbitMqConsumer``, settled exactly once."""
+
+    def __init__(
+        self,
+        origin: Origin,
+        message: AbstractIncomingMessage,
+        envelope: Envelope,
+        window: AckWindow,
+    ) -> None:
+        self._origin = origin
+        self._message = message
+        self._envelope = envelope
+        self._window = window
+        self._settled = False
+
+    @property
+    def envelope(self) -> Envelope:
+        """The delivered envelope."""
+        return self._envelope
+
+    async def ack(self) -> None:
+        """Acknowledge the message.
+
+        Raises:
+            BackendError: already settled, or the channel is gone (the job comes again).
+        """
+        await self._settle(None, None, None)
+
+    async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
+        """Publish ``envelope`` (the next attempt) through a hold queue for ``delay`` (or
+        straight to the queue for zero), with ``error`` in an ``x-last-error`` header; then
+        acknowledge.
+
+        Raises:
+            BackendError: already settled, the publish failed (the message is requeued), or
+                the delay is too long for RabbitMQ (the job is dead-lettered instead).
+        """
+        await self._replace(envelope, delay, retry_headers(error))
+
+    async def defer(self, envelope: Envelope, delay: timedelta) -> None:
+        """Publish ``envelope`` through a hold queue for ``delay``, then acknowledge.
+
+        Raises:
+            BackendError: as for ``retry``.
+        """
+        await self._replace(envelope, delay, {})
+
+    async def dead_letter(self, reason: str) -> None:
+        """Publish the envelope to ``q.dead`` with ``reason``, then acknowledge.
+
+        Raises:
+            BackendError: already settled, or the publish or the ack failed.
+        """
+        message = envelope_message(self._envelope, dead_headers(self._envelope, reason))
+        await self._settle(self._origin.dead, message, None)
+
+    async def release(self) -> None:
+        """Hand the message back to its queue untouched (``basic.nack`` with requeue): it is
+        delivered again, no attempt spent (graceful shutdown cancelled its handler).
+
+        Raises:
+            BackendError: already settled, or the nack failed (the broker redelivers the
+                message when the channel closes anyway).
+        """
+        self._claim()
+        try:
+            if channel_alive(self._message):
+                with translated(f"releasing job {self._envelope.job_id}"):
+                    await self._message.nack(requeue=True)
+        finally:
+            self._window.settled(self._message)
+            await self._origin.settled()
+
+    def _claim(self) -> None:
+        if self._settled:
+            raise BackendError(f"delivery of job {self._envelope.job_id} already settled")
+        self._settled = True
+
+    async def _replace(self, envelope: Envelope, delay: timedelta, headers: dict[str, Any]) -> None:
+        try:
+            routing_key, hold = self._origin.router.route(envelope, delay, self._origin.config)
+        except ConfigError as exc:
+            await self.dead_letter(f"cannot be scheduled: {exc}")
+            raise BackendError(f"{exc}; the job was dead-lettered instead") from exc
+        await self._settle(routing_key, envelope_message(envelope, headers), hold)
+
+    async def _settle(
+        self, routing_key: str | None, message: AbstractMessage | None, hold: Hold | None
+    ) -> None:
+        self._claim()
+        try:
+            if not channel_alive(self._message):
+                raise BackendError(
+                    f"the channel of job {self._envelope.job_id} was lost; "
+                    "the broker will deliver it again"
+                )
+            if routing_key is not None and message is not None:
+                await self._publish(routing_key, message, hold)
+                with translated(f"acknowledging job {self._envelope.job_id}"):
+                    await self._message.ack()
+            else:
+                with translated(f"acknowledging job {self._envelope.job_id}"):
+                    await self._window.ack(self._message)  # coalesced with its neighbours
+        finally:
+            self._window.settled(self._message)
+            await self._origin.settled()
+
+    async def _publish(self, routing_key: str, message: AbstractMessage, hold: Hold | None) -> None:
+        try:
+            await self._origin.router.send(routing_key, message, hold)
+        except BaseException as exc:
+            # The original is still ours. Requeueing it would redeliver it at once, and a publish
+            # that keeps failing (a refused declaration, an oversized message) would spin; the
+            # broker dead-letters a rejected message into ``q.dead`` instead, where it stays for
+            # a person. If the channel is gone, the broker redelivers it anyway.
+            if channel_alive(self._message):
+                log.error(
+                    "could not publish the outcome of job %s (%s); moving it to the dead letters",
+                    self._envelope.job_id,
+                    exc,
+                )
+                with contextlib.suppress(Exception):
+                    await self._message.reject(requeue=False)
+            raise
