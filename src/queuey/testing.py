@@ -61,9 +61,8 @@ async def run_until_idle(worker: Runnable, backend: MemoryBackend, timeout: floa
 
 def enqueued(backend: MemoryBackend, job_type: type[Job[Any]]) -> list[Job[Any]]:
     """The jobs of ``job_type`` waiting in ``backend`` (pending, not delayed), decoded."""
-    queue = backend._queue(job_type.job_queue().name)
     return [
-        job_type.model_validate(item.envelope.payload)
-        for item in queue.pending
-        if item.envelope.job_type == job_type.job_name()
+        job_type.model_validate(envelope.payload)
+        for envelope in backend.pending_envelopes(job_type.job_queue().name)
+        if envelope.job_type == job_type.job_name()
     ]

@@ -1,0 +1,138 @@
+"""``MemoryBackend``: an in-process backend for tests and the demo (seed ``001``,
+SEEDS-DIGEST §2.10).
+
+The backend is a thin face over a ``Store`` (``_store``), which its consumers and deliveries
+(``_consumer``) share with it. Delays and holds run on the event loop's clock, so a virtual-time
+loop (looptime) lets minutes of backoff pass in no wall time. A copy (``copy.copy(backend)``)
+shares the state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from queuey.backends.memory._consumer import MemoryConsumer
+from queuey.backends.memory._store import QueueState, Store
+from queuey.envelope import Envelope, Kind
+from queuey.errors import BackendError
+from queuey.queues import QueueConfig
+
+__all__ = ["MemoryBackend"]
+
+
+class MemoryBackend:
+    """In-memory transport honouring delays through the event loop's clock.
+
+    Inspection helpers (synchronous): ``pending(q)``, ``pending_envelopes(q)``, ``acked(q)``,
+    ``deferred(q)``, ``delayed(q)``, ``dead_letters(q)``, ``queue_names()``,
+    ``queue_config(q)``, ``is_idle()``, ``is_closed()``; and ``await wait_idle()``. Topics
+    (``kind="topic"``) live beside typed queues of the same name without colliding; the helpers
+    take ``kind`` for them.
+    """
+
+    supports_transactions = False
+
+    def __init__(self, *, _store: Store | None = None) -> None:
+        self._store = _store or Store()
+
+    def __copy__(self) -> MemoryBackend:
+        return MemoryBackend(_store=self._store)
+
+    def _queue(self, name: str, kind: Kind = "job") -> QueueState:
+        """The state of queue ``name`` (created with defaults if unknown)."""
+        return self._store.queue(name, kind)
+
+    async def declare(self, queues: Sequence[QueueConfig]) -> None:
+        """Create the queues; the first config of a name wins."""
+        self._store.check_open()
+        for config in queues:
+            self._store.declare(config)
+
+    async def publish(
+        self,
+        envelopes: Sequence[Envelope],
+        delay: timedelta | None = None,
+        *,
+        connection: object | None = None,
+    ) -> None:
+        """Make envelopes deliverable after ``delay`` (``None`` or zero = now).
+
+        Raises:
+            ShutDownError: the backend is closed.
+            BackendError: a ``connection`` was given (no transactions in memory).
+        """
+        self._store.check_open()
+        if connection is not None:
+            raise BackendError("MemoryBackend does not take a database connection")
+        self._store.publish(envelopes, delay)
+
+    async def defer(self, envelope: Envelope, delay: timedelta) -> None:
+        """Hold ``envelope`` for ``delay`` (counted by ``deferred(q)``), then enqueue it."""
+        self._store.check_open()
+        self._store.defer(envelope, delay)
+
+    def consumer(self, queue: QueueConfig) -> MemoryConsumer:
+        """A consumer honouring ``queue.prefetch`` as unsettled deliveries."""
+        state = self._queue(queue.name, queue.kind)
+        return MemoryConsumer(self._store, state, queue.prefetch, queue.job_types)
+
+    async def count_pending(self, queue: str, kind: Kind = "job") -> int:
+        """Same as ``pending(queue)``."""
+        return self.pending(queue, kind)
+
+    async def list_dead(
+        self, queue: str, kind: Kind = "job", limit: int = 100
+    ) -> list[tuple[Envelope, str]]:
+        """Same as ``dead_letters(queue)``, at most ``limit``."""
+        return self.dead_letters(queue, kind)[:limit]
+
+    async def close(self) -> None:
+        """Close: later publishes raise ``ShutDownError``; timers are cancelled."""
+        self._store.close()
+
+    # -- inspection -------------------------------------------------------------------------
+
+    def pending(self, queue: str, kind: Kind = "job") -> int:
+        """Envelopes waiting and not handed out; delayed or held ones are not counted."""
+        return len(self._queue(queue, kind).pending)
+
+    def pending_envelopes(self, queue: str, kind: Kind = "job") -> list[Envelope]:
+        """The envelopes ``pending(queue)`` counts, in the order they would be handed out."""
+        return [item.envelope for item in self._queue(queue, kind).pending]
+
+    def acked(self, queue: str, kind: Kind = "job") -> list[Envelope]:
+        """Acknowledged envelopes in ack order (a retry or deferral acks the one it replaces)."""
+        return list(self._queue(queue, kind).acked)
+
+    def deferred(self, queue: str, kind: Kind = "job") -> int:
+        """Envelopes held by ``defer`` and not yet released."""
+        return self._queue(queue, kind).held
+
+    def delayed(self, queue: str, kind: Kind = "job") -> int:
+        """Envelopes published or retried with a delay that has not passed."""
+        return self._queue(queue, kind).delayed
+
+    def dead_letters(self, queue: str, kind: Kind = "job") -> list[tuple[Envelope, str]]:
+        """``(envelope, reason)`` pairs in dead-letter order."""
+        return list(self._queue(queue, kind).dead)
+
+    def queue_names(self, kind: Kind = "job") -> list[str]:
+        """Every known queue (or topic, with ``kind="topic"``), sorted."""
+        return sorted(name for k, name in self._store.queues if k == kind)
+
+    def queue_config(self, queue: str, kind: Kind = "job") -> QueueConfig:
+        """The configuration a queue was declared with (defaults if never declared)."""
+        return self._queue(queue, kind).config
+
+    def is_idle(self) -> bool:
+        """Nothing pending, delayed, held or handed out and unsettled."""
+        return self._store.is_idle()
+
+    async def wait_idle(self) -> None:
+        """Return once ``is_idle()`` holds (wakes on every change, never polls)."""
+        await self._store.wait_idle()
+
+    def is_closed(self) -> bool:
+        """Whether ``close`` was called."""
+        return self._store.closed

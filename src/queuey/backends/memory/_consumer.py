@@ -1,0 +1,156 @@
+"""Consumers and deliveries of the memory backend.
+
+A ``MemoryConsumer`` hands out envelopes of one queue, at most ``prefetch`` unsettled, and only
+those of its job types when it has any (so several workers may share a queue). Both it and its
+``MemoryDelivery`` objects work on the backend's ``Store``, never on the backend itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+
+from queuey.backends.base import Delivery
+from queuey.backends.memory._store import QueueState, Store, now
+from queuey.envelope import Envelope
+from queuey.errors import BackendError
+
+__all__ = ["MemoryConsumer", "MemoryDelivery"]
+
+
+class MemoryDelivery:
+    """One handed-out envelope, settled exactly once.
+
+    Args:
+        store: the backend's state.
+        queue: the queue the envelope came from.
+        envelope: the envelope.
+        on_settled: called once, when the delivery is settled.
+    """
+
+    def __init__(
+        self, store: Store, queue: QueueState, envelope: Envelope, on_settled: Callable[[], None]
+    ) -> None:
+        self._store = store
+        self._queue = queue
+        self._envelope = envelope
+        self._on_settled = on_settled
+        self._settled = False
+
+    @property
+    def envelope(self) -> Envelope:
+        """The delivered envelope."""
+        return self._envelope
+
+    async def ack(self) -> None:
+        """Record success (``acked(q)``)."""
+        self._settle()
+        self._queue.acked.append(self._envelope)
+
+    async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
+        """Replace this delivery by ``envelope``, deliverable after ``delay``."""
+        self._store.check_open()
+        self._settle()
+        self._store.publish([envelope], delay)
+        self._queue.acked.append(self._envelope)
+
+    async def defer(self, envelope: Envelope, delay: timedelta) -> None:
+        """Replace this delivery by ``envelope``, held for ``delay``."""
+        self._store.check_open()
+        self._settle()
+        self._store.defer(envelope, delay)
+        self._queue.acked.append(self._envelope)
+
+    async def dead_letter(self, reason: str) -> None:
+        """Move the envelope to the dead letters with ``reason``."""
+        self._store.check_open()
+        self._settle()
+        self._queue.dead.append((self._envelope, reason))
+
+    async def release(self) -> None:
+        """Put the envelope back in its queue untouched."""
+        self._settle()
+        self._store.insert(self._envelope)
+
+    def _settle(self) -> None:
+        if self._settled:
+            raise BackendError(f"delivery of job {self._envelope.job_id} already settled")
+        self._settled = True
+        self._on_settled()
+
+
+class MemoryConsumer:
+    """Deliveries of one queue, at most ``prefetch`` unsettled.
+
+    Args:
+        store: the backend's state.
+        queue: the queue to consume.
+        prefetch: how many deliveries may be out at once.
+        job_types: hand out only these job types (``None``: every one).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        queue: QueueState,
+        prefetch: int,
+        job_types: tuple[str, ...] | None = None,
+    ) -> None:
+        self._store = store
+        self._job_types = None if job_types is None else frozenset(job_types)
+        self._queue = queue
+        self._slots = prefetch
+        self._stopped = False
+        self._wake = asyncio.Event()
+
+    async def next(self) -> Delivery | None:
+        """The next delivery; ``None`` once stopped or the backend is closed."""
+        store = self._store
+        while not self._stopped and not store.closed:
+            envelope = self._take() if self._slots > 0 else None
+            if envelope is not None:
+                self._slots -= 1
+                store.handed_out()
+                return MemoryDelivery(store, self._queue, envelope, self._release)
+            await self._wait()
+        return None
+
+    async def stop(self) -> None:
+        """Hand out nothing more; ``next`` returns ``None``."""
+        self._stopped = True
+        self._wake.set()
+
+    def _release(self) -> None:
+        self._slots += 1
+        self._store.settled()
+        self._wake.set()
+
+    def _take(self) -> Envelope | None:
+        wanted = self._job_types
+        pending = self._queue.pending
+        index = 0
+        while index < len(pending):
+            item = pending[index]
+            if item.expires_at is not None and now() > item.expires_at:
+                del pending[index]
+                self._queue.dead.append((item.envelope, "expired"))
+            elif wanted is None or item.envelope.job_type in wanted:
+                del pending[index]
+                return item.envelope
+            else:
+                index += 1  # another consumer's job type: leave it
+        return None
+
+    async def _wait(self) -> None:
+        self._queue.changed.clear()
+        self._wake.clear()
+        waits = [
+            asyncio.ensure_future(self._queue.changed.wait()),
+            asyncio.ensure_future(self._wake.wait()),
+        ]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waits:
+                waiter.cancel()
