@@ -2,8 +2,8 @@
 confirm channel, and the channel that declares hold queues.
 
 ``Link`` owns the connection. When the broker goes away (restart, network, forced close) a
-watcher task reconnects with exponential backoff, runs the backend's ``restore`` hook (which
-re-declares the topology) on the new connection *before* anyone else may use it, and then
+watcher task reconnects with exponential backoff, runs the ``restore`` hook (the router's,
+which re-declares the topology) on the new connection *before* anyone else may use it, and then
 wakes everything waiting for it. Channels of the old connection are dead: a delivery taken
 from one cannot be acknowledged any more (the broker redelivers it), and consumers open new
 channels (see ``_consumer``).

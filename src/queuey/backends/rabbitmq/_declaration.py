@@ -1,5 +1,6 @@
-"""Declaring a queue's topology on a channel, shared by the backend (``declare``, re-declaring
-after a reconnection) and consumers (re-creating a queue the broker cancelled them from)."""
+"""Declaring a queue's topology on a channel, shared by the backend (``declare``), the router
+(re-declaring after a reconnection) and consumers (re-creating a queue the broker cancelled
+them from)."""
 
 from __future__ import annotations
 

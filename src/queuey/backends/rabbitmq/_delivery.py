@@ -128,7 +128,9 @@ class RabbitMqDelivery:
             BackendError: already settled, or the nack failed (the broker redelivers the
                 message when the channel closes anyway).
         """
-        self._claim()
+        if self._settled:
+            raise BackendError(f"delivery of job {self._envelope.job_id} already settled")
+        self._settled = True
         try:
             if channel_alive(self._message):
                 with translated(f"releasing job {self._envelope.job_id}"):
@@ -136,11 +138,6 @@ class RabbitMqDelivery:
         finally:
             self._window.settled(self._message)
             await self._origin.settled()
-
-    def _claim(self) -> None:
-        if self._settled:
-            raise BackendError(f"delivery of job {self._envelope.job_id} already settled")
-        self._settled = True
 
     async def _replace(self, envelope: Envelope, delay: timedelta, headers: dict[str, Any]) -> None:
         try:
@@ -153,7 +150,9 @@ class RabbitMqDelivery:
     async def _settle(
         self, routing_key: str | None, message: AbstractMessage | None, hold: Hold | None
     ) -> None:
-        self._claim()
+        if self._settled:
+            raise BackendError(f"delivery of job {self._envelope.job_id} already settled")
+        self._settled = True
         try:
             if not channel_alive(self._message):
                 raise BackendError(
