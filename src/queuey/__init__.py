@@ -23,7 +23,7 @@ from queuey.errors import (
 )
 from queuey.jobs import Job, JobContext
 from queuey.producer import Producer
-from queuey.queues import Queue, QueueConfig, QueueSet
+from queuey.queues import DEFAULT_MAX_PRIORITY, Queue, QueueConfig, QueueSet
 from queuey.retry import Backoff, RetryPolicy
 from queuey.worker import QueueStats, Worker
 
@@ -35,6 +35,7 @@ __all__ = [
     "Backoff",
     "ConfigError",
     "Consumer",
+    "DEFAULT_MAX_PRIORITY",
     "Defer",
     "Delivery",
     "DuplicateHandlerError",

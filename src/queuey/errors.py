@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from queuey._duration_syntax import to_delay
+
 __all__ = [
     "BackendError",
     "ConfigError",
@@ -105,8 +107,9 @@ class Defer(HandlerSignal):
     """
 
     def __init__(self, delay: str | float | timedelta, reason: str = "deferred") -> None:
-        from queuey.durations import parse_delay
-
-        self.delay: timedelta = parse_delay(delay, what="Defer delay")
+        try:
+            self.delay: timedelta = to_delay(delay)
+        except ValueError as exc:
+            raise ConfigError(f"Defer delay: {exc}") from None
         self.reason = reason
         super().__init__(f"job deferred for {self.delay.total_seconds():g}s: {reason}")

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from queuey._validation import Site, check_str, shown
 from queuey.errors import ConfigError
 from queuey.queues import Queue, QueueSet
 from queuey.retry import RetryPolicy
@@ -33,8 +34,9 @@ class Job(BaseModel, Generic[Q]):
     ``retry=`` (a ``RetryPolicy`` that beats the queue's) and ``name=`` class keywords.
 
     Raises:
-        ConfigError: at class creation, when ``queue`` is missing or belongs to another set,
-            ``retry`` is not a ``RetryPolicy``, or ``name`` is empty.
+        ConfigError: at class creation, naming the job class, when ``queue`` is missing or
+            belongs to another set, ``retry`` is not a valid ``RetryPolicy``, or ``name`` is
+            not a non-empty string.
     """
 
     __queuey_queue__: ClassVar[Queue | None] = None
@@ -63,22 +65,15 @@ class Job(BaseModel, Generic[Q]):
         super().__pydantic_init_subclass__(**kwargs)
         if cls.__pydantic_generic_metadata__["origin"] is not None:
             return  # the Job[Set] class pydantic creates, not a user job
-        queue_set = _declared_set(cls)
-        if queue is None:
-            queue = cls.__queuey_queue__
-        if not isinstance(queue, Queue) or queue.queue_set is None:
-            raise ConfigError(f"{cls.__qualname__}: `queue=` must name a queue of a QueueSet")
-        if queue_set is not None and not issubclass(queue.queue_set, queue_set):
-            raise ConfigError(
-                f"{cls.__qualname__}: queue {queue.name!r} belongs to "
-                f"{queue.queue_set.__name__}, not {queue_set.__name__}"
-            )
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise ConfigError(f"{cls.__qualname__}: `retry=` must be a RetryPolicy")
-        if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ConfigError(f"{cls.__qualname__}: `name=` must be a non-empty string")
-        cls.__queuey_queue__ = queue
-        cls.__queuey_retry__ = retry if retry is not None else cls.__queuey_retry__
+        site = Site.declaration(cls.__qualname__)
+        inherited = cls.__queuey_queue__
+        cls.__queuey_queue__ = _bound_queue(site, inherited if queue is None else queue, cls)
+        if retry is not None:
+            if not isinstance(retry, RetryPolicy):
+                raise site.error("retry", f"expected a RetryPolicy, got {shown(retry)}")
+            cls.__queuey_retry__ = retry.check(site)
+        if name is not None:
+            check_str(name, "name", non_empty=True, site=site)
         cls.__queuey_name__ = name or f"{cls.__module__}.{cls.__qualname__}"
 
     @classmethod
@@ -102,6 +97,25 @@ class Job(BaseModel, Generic[Q]):
     def effective_retry(cls) -> RetryPolicy:
         """The job's policy, else the queue's, else one attempt (first failure dead-letters)."""
         return cls.__queuey_retry__ or cls.job_queue().config.retry or RetryPolicy.none()
+
+
+def _bound_queue(site: Site, queue: object, cls: type[Job[Any]]) -> Queue:
+    """``queue`` if it is a queue of the set named in ``Job[...]``.
+
+    Raises:
+        ConfigError: naming the job class, when it is not.
+    """
+    if not isinstance(queue, Queue) or queue.queue_set is None:
+        raise site.error(
+            "queue", f"expected a Queue attribute of a QueueSet (queue=...), got {shown(queue)}"
+        )
+    queue_set = _declared_set(cls)
+    if queue_set is not None and not issubclass(queue.queue_set, queue_set):
+        raise site.error(
+            "queue",
+            f"{queue.name!r} belongs to {queue.queue_set.__name__}, not {queue_set.__name__}",
+        )
+    return queue
 
 
 def _declared_set(cls: type[Job[Any]]) -> type[QueueSet] | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar, Never
 
+from queuey._validation import Site, check_bool, check_int, check_str, shown
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Kind
 from queuey.errors import ConfigError
@@ -81,8 +82,10 @@ class Queue:
             (a duration string, ``timedelta`` or seconds; not zero).
         max_priority: top priority level, 0..255 (default 10; 0 = not a priority queue).
 
-    Options are validated when the enclosing ``QueueSet`` class is created; an unknown option
-    or a bad value raises ``ConfigError`` naming the attribute.
+    Options are validated when the enclosing ``QueueSet`` class is created; an unknown option,
+    a value of the wrong type (``durable="no"``, ``prefetch=1.5``) or out of range, an invalid
+    retry policy, or one ``Queue`` object given to two attributes raises ``ConfigError``
+    naming the set and the attribute (``AppQueues.emails: durable: ...``).
     """
 
     def __init__(
@@ -125,38 +128,44 @@ class Queue:
         owner = self.queue_set.__name__ if self.queue_set else "?"
         return f"<Queue {owner}.{self.attribute} name={self._config.name if self._config else '?'}>"
 
-    def _bind(self, owner: type[QueueSet], attribute: str, prefix: str | None) -> None:
-        where = f"{owner.__name__}.{attribute}"
+    def _resolve(self, owner: type[QueueSet], attribute: str, prefix: str | None) -> QueueConfig:
+        """This queue's configuration as attribute ``attribute`` of ``owner``.
+
+        Raises:
+            ConfigError: naming ``owner.attribute``, for any bad option, or when this object
+                is already an attribute of a set (this one or another).
+        """
+        site = Site.declaration(f"{owner.__name__}.{attribute}")
+        if self.queue_set is not None:
+            raise site.about(
+                f"this Queue() is already {self.queue_set.__name__}.{self.attribute}; "
+                "declare a new Queue() for each attribute"
+            )
         if self._unknown:
-            raise ConfigError(f"{where}: unknown queue option(s) {', '.join(self._unknown)}")
-        self.attribute, self.queue_set = attribute, owner
-        self._config = _resolve(where, attribute, prefix, self._options)
+            raise site.error(", ".join(self._unknown), "unknown queue option(s)")
+        return _resolve(site, attribute, prefix, self._options)
+
+    def _bind(self, owner: type[QueueSet], attribute: str, config: QueueConfig) -> None:
+        self.attribute, self.queue_set, self._config = attribute, owner, config
 
 
-def _check_int(where: str, key: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{where}: {key} must be an integer in {low}..{high}, got {value!r}")
-    return value
-
-
-def _resolve(where: str, attribute: str, prefix: str | None, opts: dict[str, Any]) -> QueueConfig:
+def _resolve(site: Site, attribute: str, prefix: str | None, opts: dict[str, Any]) -> QueueConfig:
     base = opts["name"] if opts["name"] is not None else snake_case(attribute)
-    if not isinstance(base, str) or not base.strip():
-        raise ConfigError(f"{where}: name must be a non-empty string, got {base!r}")
+    check_str(base, "name", non_empty=True, site=site)
     name = f"{prefix}.{base}" if prefix else base
     if len(name.encode()) > _MAX_NAME_BYTES:
-        raise ConfigError(f"{where}: name {name!r} is longer than {_MAX_NAME_BYTES} bytes")
+        raise site.error("name", f"{name!r} is longer than {_MAX_NAME_BYTES} bytes")
     retry = opts["retry"]
     if retry is not None and not isinstance(retry, RetryPolicy):
-        raise ConfigError(f"{where}: retry must be a RetryPolicy, got {retry!r}")
+        raise site.error("retry", f"expected a RetryPolicy, got {shown(retry)}")
     ttl = opts["message_ttl"]
     return QueueConfig(
         name=name,
-        prefetch=_check_int(where, "prefetch", opts["prefetch"], 1, 65535),
-        retry=retry,
-        durable=bool(opts["durable"]),
-        message_ttl=None if ttl is None else parse_duration(ttl, f"{where}: message_ttl"),
-        max_priority=_check_int(where, "max_priority", opts["max_priority"], 0, 255),
+        prefetch=check_int(opts["prefetch"], "prefetch", low=1, high=65535, site=site),
+        retry=None if retry is None else retry.check(site),
+        durable=check_bool(opts["durable"], "durable", site=site),
+        message_ttl=None if ttl is None else parse_duration(ttl, site.name("message_ttl")),
+        max_priority=check_int(opts["max_priority"], "max_priority", low=0, high=255, site=site),
     )
 
 
@@ -167,7 +176,8 @@ class QueueSet:
 
     Raises:
         ConfigError: at class creation, for an empty prefix, an empty or duplicate resolved
-            name, a bad option value, or a set with no queue.
+            name, a bad option value or retry policy, a ``Queue`` object given to two
+            attributes (of this set or of two sets), or a set with no queue.
     """
 
     __queues__: ClassVar[tuple[Queue, ...]] = ()
@@ -175,25 +185,32 @@ class QueueSet:
 
     def __init_subclass__(cls, prefix: str | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if prefix is not None and (not isinstance(prefix, str) or not prefix.strip()):
-            raise ConfigError(f"{cls.__name__}: prefix must be a non-empty string")
+        if prefix is not None:
+            check_str(prefix, "prefix", non_empty=True, site=Site.declaration(cls.__name__))
         cls.__prefix__ = prefix
-        queues: list[Queue] = []
-        seen: dict[str, str] = {}
-        for attribute, value in vars(cls).items():
-            if not isinstance(value, Queue):
-                continue
-            value._bind(cls, attribute, prefix)
-            if value.name in seen:
-                raise ConfigError(
-                    f"{cls.__name__}.{attribute}: queue name {value.name!r} is already used by "
-                    f"{cls.__name__}.{seen[value.name]}"
-                )
-            seen[value.name] = attribute
-            queues.append(value)
-        if not queues:
+        declared = [(a, v) for a, v in vars(cls).items() if isinstance(v, Queue)]
+        if not declared:
             raise ConfigError(f"{cls.__name__}: a QueueSet needs at least one Queue attribute")
-        cls.__queues__ = tuple(queues)
+        configs: dict[str, QueueConfig] = {}
+        seen: dict[str, str] = {}
+        for attribute, queue in declared:
+            first = next(a for a, other in declared if other is queue)
+            if first != attribute:
+                raise Site.declaration(f"{cls.__name__}.{attribute}").about(
+                    f"this Queue() is already {cls.__name__}.{first}; "
+                    "declare a new Queue() for each attribute"
+                )
+            config = queue._resolve(cls, attribute, prefix)
+            if config.name in seen:
+                raise ConfigError(
+                    f"{cls.__name__}.{attribute}: queue name {config.name!r} is already used by "
+                    f"{cls.__name__}.{seen[config.name]}"
+                )
+            seen[config.name] = attribute
+            configs[attribute] = config
+        for attribute, queue in declared:  # only once every queue of the set is valid
+            queue._bind(cls, attribute, configs[attribute])
+        cls.__queues__ = tuple(queue for _, queue in declared)
 
     @classmethod
     def all(cls) -> tuple[Queue, ...]:

@@ -4,16 +4,23 @@ The math is seed ``001``'s (SEEDS-DIGEST §2.4): exponential waits
 ``min(max, base * factor ** (attempt - 1))`` with full jitter drawn uniformly from
 ``[0, computed]``; fixed waits ``delay``; none waits nothing. ``max_attempts`` counts the first
 try, so ``max_attempts=1`` never retries.
+
+A policy is usually written inside a declaration (``Queue(retry=...)``, a job's ``retry=``
+class keyword), where the error must name the queue or job it is declared for. So a policy
+with a bad value does not raise where it is built: it records the problem, and raises it when
+it is bound to a queue or job (the ``ConfigError`` then names the declaration, at class
+creation) or when it is first used. ``check()`` raises it on demand.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from enum import Enum
 
+from queuey._validation import NOWHERE, Site, check_bool, check_float, check_int
 from queuey.durations import Duration, parse_delay, parse_duration
 from queuey.errors import ConfigError
 
@@ -28,12 +35,6 @@ class Backoff(Enum):
     EXPONENTIAL = "exponential"
 
 
-def _check_attempts(max_attempts: int) -> int:
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-        raise ConfigError(f"max_attempts: must be an integer >= 1, got {max_attempts!r}")
-    return max_attempts
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
     """A frozen retry policy. Build one with ``none()``, ``fixed()`` or ``exponential()``.
@@ -44,8 +45,13 @@ class RetryPolicy:
         delay: the wait of a fixed policy.
         base: the first wait of an exponential policy.
         factor: the growth factor of an exponential policy (> 0, finite).
-        max: the cap of an exponential policy.
+        max: the cap of an exponential policy (>= ``base``).
         jitter: full jitter (uniform in ``[0, computed]``) on an exponential policy.
+
+    A bad value is recorded, not raised (see the module's docstring): ``Queue`` and ``Job``
+    raise it at class creation naming the declaration; ``decide``, ``delay_for``,
+    ``computed_delay`` and ``check`` raise it as a ``ConfigError`` naming the option
+    (``"retry base: ..."``).
     """
 
     max_attempts: int = 1
@@ -55,21 +61,33 @@ class RetryPolicy:
     factor: float = 2.0
     max: timedelta = timedelta(minutes=5)
     jitter: bool = True
+    _problem: str | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            _check_fields(self)
+        except ConfigError as exc:
+            object.__setattr__(self, "_problem", str(exc))
+        else:
+            object.__setattr__(self, "factor", float(self.factor))
 
     @classmethod
     def none(cls, max_attempts: int = 1) -> RetryPolicy:
         """Retry at once, up to ``max_attempts`` tries in all (1 by default: no retry)."""
-        return cls(max_attempts=_check_attempts(max_attempts))
+        return cls(max_attempts=max_attempts)
 
     @classmethod
     def fixed(cls, max_attempts: int, delay: Duration) -> RetryPolicy:
         """Wait ``delay`` (a duration string, ``timedelta`` or seconds) between tries.
 
-        Raises:
-            ConfigError: ``max_attempts`` < 1 or ``delay`` invalid or zero.
+        A ``max_attempts`` < 1 or a ``delay`` that is invalid or zero makes an invalid policy
+        (raised when bound or used).
         """
-        wait = parse_duration(delay, "retry delay")
-        return cls(max_attempts=_check_attempts(max_attempts), backoff=Backoff.FIXED, delay=wait)
+        try:
+            wait = parse_duration(delay, "retry delay")
+        except ConfigError as exc:
+            return cls._invalid(exc)
+        return cls(max_attempts=max_attempts, backoff=Backoff.FIXED, delay=wait)
 
     @classmethod
     def exponential(
@@ -83,28 +101,55 @@ class RetryPolicy:
         """Exponential backoff ``min(max, base * factor ** (attempt - 1))``, full jitter.
 
         Defaults are the seed's: 3 attempts, base 1 s, factor 2, max 5 min, jitter on.
-
-        Raises:
-            ConfigError: ``max_attempts`` < 1, a zero or invalid duration, a factor that is not
-                positive and finite, or ``base`` greater than ``max``.
+        A ``max_attempts`` < 1, a zero or invalid duration, a factor that is not positive and
+        finite, a ``jitter`` that is not a bool, or ``base`` greater than ``max`` makes an
+        invalid policy (raised when bound or used).
         """
-        first = parse_duration(base, "retry base")
-        cap = parse_duration(max, "retry max")
-        if isinstance(factor, bool) or not math.isfinite(factor) or factor <= 0:
-            raise ConfigError(f"retry factor: must be a finite number > 0, got {factor!r}")
-        if first > cap:
-            raise ConfigError(f"retry base: base ({first}) is greater than max ({cap})")
+        try:
+            first = parse_duration(base, "retry base")
+            cap = parse_duration(max, "retry max")
+        except ConfigError as exc:
+            return cls._invalid(exc)
         return cls(
-            max_attempts=_check_attempts(max_attempts),
+            max_attempts=max_attempts,
             backoff=Backoff.EXPONENTIAL,
             base=first,
-            factor=float(factor),
+            factor=factor,
             max=cap,
             jitter=jitter,
         )
 
+    @classmethod
+    def _invalid(cls, problem: ConfigError) -> RetryPolicy:
+        policy = cls()
+        object.__setattr__(policy, "_problem", str(problem))
+        return policy
+
+    @property
+    def problem(self) -> str | None:
+        """What is wrong with this policy (``"retry base: ..."``), or ``None`` if nothing."""
+        return self._problem
+
+    def check(self, site: Site = NOWHERE) -> RetryPolicy:
+        """Return this policy if it is valid.
+
+        Args:
+            site: where it is declared, named in the error (``AppQueues.images``).
+
+        Raises:
+            ConfigError: the policy's problem, located at ``site``.
+        """
+        if self._problem is not None:
+            raise site.locate(ConfigError(self._problem))
+        return self
+
     def computed_delay(self, attempt: int) -> timedelta:
-        """The wait after failed ``attempt`` (1-based) before jitter; attempt 0 counts as 1."""
+        """The wait after failed ``attempt`` (1-based) before jitter; attempt 0 counts as 1.
+
+        Raises:
+            ConfigError: the policy is invalid.
+        """
+        self.check()
         if self.backoff is Backoff.NONE:
             return timedelta(0)
         if self.backoff is Backoff.FIXED:
@@ -119,7 +164,11 @@ class RetryPolicy:
         return timedelta(seconds=seconds)
 
     def delay_for(self, attempt: int, rng: random.Random | None = None) -> timedelta:
-        """The wait after failed ``attempt``, with full jitter applied when enabled."""
+        """The wait after failed ``attempt``, with full jitter applied when enabled.
+
+        Raises:
+            ConfigError: the policy is invalid.
+        """
         computed = self.computed_delay(attempt)
         if self.backoff is not Backoff.EXPONENTIAL or not self.jitter:
             return computed
@@ -127,7 +176,33 @@ class RetryPolicy:
         return parse_delay(draw)
 
     def decide(self, failed_attempt: int, rng: random.Random | None = None) -> timedelta | None:
-        """Return the wait before the next try, or ``None`` when attempts are exhausted."""
+        """Return the wait before the next try, or ``None`` when attempts are exhausted.
+
+        Raises:
+            ConfigError: the policy is invalid.
+        """
+        self.check()
         if failed_attempt >= self.max_attempts:
             return None
         return self.delay_for(failed_attempt, rng)
+
+    def __repr__(self) -> str:
+        if self._problem is not None:
+            return f"<RetryPolicy, invalid: {self._problem}>"
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        return f"RetryPolicy({shown})"
+
+
+def _check_fields(policy: RetryPolicy) -> None:
+    """Every field's type and range, and ``base <= max``; the first problem raises."""
+    check_int(policy.max_attempts, "retry max_attempts", low=1)
+    if not isinstance(policy.backoff, Backoff):
+        raise ConfigError(f"retry backoff: expected a Backoff, got {policy.backoff!r}")
+    for name in ("delay", "base", "max"):
+        value = getattr(policy, name)
+        if not isinstance(value, timedelta) or value < timedelta(0):
+            raise ConfigError(f"retry {name}: expected a timedelta >= 0, got {value!r}")
+    check_float(policy.factor, "retry factor", positive=True)
+    check_bool(policy.jitter, "retry jitter")
+    if policy.backoff is Backoff.EXPONENTIAL and policy.base > policy.max:
+        raise ConfigError(f"retry base: base ({policy.base}) is greater than max ({policy.max})")

@@ -11,9 +11,9 @@ import psycopg
 import pytest
 
 from queuey.backends.base import Backend
+from queuey.cli._topics import connect_backend
 from queuey.http import AccessPolicy, publish_app
 from queuey.topics import QueuesConfig, TopicPublisher
-from queuey.topics.connection import connect_backend
 from tests.unit.http.http_fakes import bearer, client, http_config, token
 
 pytestmark = pytest.mark.postgres

@@ -116,8 +116,14 @@ def test_exponential_delays_never_shrink_with_factor_above_one(attempt: int) -> 
     ],
 )
 def test_bad_policies(kwargs: dict[str, Any], message: str) -> None:
+    # A bad policy is reported where it is bound (naming the queue or job, see
+    # test_declaration_errors) or used, not where it is built inside a declaration.
+    policy = RetryPolicy.exponential(**kwargs)
+    assert policy.problem is not None and message in policy.problem
     with pytest.raises(ConfigError, match=message):
-        RetryPolicy.exponential(**kwargs)
+        policy.check()
+    with pytest.raises(ConfigError, match=message):
+        policy.decide(1)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import logging
 import click
 
 from queuey.cli import SCHEMA, fail, main, remember_option, run_async, run_until_signal
-from queuey.cli._topics import CONFIG, app_database_url
+from queuey.cli._topics import CONFIG, app_database_url, connect_backend
 from queuey.errors import QueueyError
 
 log = logging.getLogger("queuey.cli")
@@ -39,7 +39,6 @@ def serve_command(
     except ImportError as exc:
         fail(f"queuey serve needs the http extra (pip install 'queuey[http]'): {exc}")
     from queuey.topics import TopicPublisher, load_app_config
-    from queuey.topics.connection import connect_backend
 
     try:
         app_config = load_app_config(config_path)

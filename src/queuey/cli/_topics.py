@@ -1,17 +1,23 @@
-"""Commands of the topic face (seed ``000``): ``queuey run`` and ``queuey publish``."""
+"""Commands of the topic face (seed ``000``): ``queuey run`` and ``queuey publish``, and
+``connect_backend``, where the topic commands (``queuey serve`` too) choose their concrete
+backend: the topic face itself only knows the backend contract."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from queuey.cli import SCHEMA, fail, load_attr, main, remember_option, run_async, run_until_signal
 from queuey.errors import QueueyError
 from queuey.secrets import redact, remember
+
+if TYPE_CHECKING:
+    from queuey.backends.base import Backend
+    from queuey.topics.config import QueuesConfig
 
 # -- topics (seed 000) -----------------------------------------------------------------------
 
@@ -35,6 +41,30 @@ def app_database_url(flag: str | None, file_url: str | None, config_path: str) -
             f"[database] url in {config_path}"
         )
     return url
+
+
+async def connect_backend(
+    config: QueuesConfig, url: str, *, schema: str = "queuey", migrate: bool = False
+) -> Backend:
+    """The ``PostgresBackend`` an app's topics run on: the options ``[queues]`` implies
+    (``backend_options``: channel, poll interval, lease, retention, ``max_redeliveries``).
+
+    Args:
+        config: the app's ``[queues]`` settings.
+        url: the PostgreSQL URL.
+        schema: the PostgreSQL schema holding queuey's table.
+        migrate: create or upgrade the schema first.
+
+    Raises:
+        BackendError: the database cannot be reached.
+        SchemaError: the schema is older than this version needs (with ``migrate=False``).
+    """
+    from queuey.backends.postgres import PostgresBackend
+    from queuey.topics.connection import backend_options
+
+    options = backend_options(config)
+    backend: Backend = await PostgresBackend.connect(url, schema=schema, migrate=migrate, **options)
+    return backend
 
 
 def _load_app(config_path: str, app_target: str | None) -> Any:
@@ -65,8 +95,6 @@ def run_command(
     config_path: str, app_target: str | None, database_url: str | None, schema: str
 ) -> None:
     """Run the app's topic subscribers until SIGINT/SIGTERM, then shut down gracefully."""
-    from queuey.topics.connection import connect_backend
-
     app = _load_app(config_path, app_target)
     url = app_database_url(database_url, app.database_url, config_path)
 
@@ -104,7 +132,6 @@ def publish_command(
     """Publish PAYLOAD (JSON, default {}) to TOPIC and print the publication as JSON."""
     from queuey.topics import QueuesConfig, TopicPublisher, load_app_config
     from queuey.topics.config import topic_error
-    from queuey.topics.connection import connect_backend
 
     try:
         app_config = load_app_config(config_path)

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from queuey._validation import Site, check_int, check_str
 from queuey.errors import ConfigError
 from queuey.http.bearer import MIN_SECRET_BYTES, load_public_key
 
@@ -60,8 +61,10 @@ class JwtConfig:
     public_key: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.audience.strip():
+        if not check_str(self.audience, "audience").strip():
             raise ConfigError("audience: is required (the `aud` tokens must carry)")
+        _optional_str(self.secret, "secret")
+        _optional_str(self.public_key, "public_key")
         if (self.secret is None) == (self.public_key is None):
             raise ConfigError("secret: give exactly one of `secret` (HS256) and `public_key`")
         if self.secret is not None and len(self.secret.encode()) < MIN_SECRET_BYTES:
@@ -96,14 +99,18 @@ class ApiKeyConfig:
     org_class: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.id.strip():
+        if not check_str(self.id, "id").strip():
             raise ConfigError("id: is required")
-        if not _DIGEST.fullmatch(self.sha256):
+        if not _DIGEST.fullmatch(check_str(self.sha256, "sha256")):
             raise ConfigError("sha256: expected the key's SHA-256 digest as 64 hex digits")
-        if not all(role.strip() for role in self.roles):
+        if isinstance(self.roles, str) or not isinstance(self.roles, Collection):
+            raise ConfigError(f"roles: expected a set of strings, got {type(self.roles).__name__}")
+        object.__setattr__(self, "roles", frozenset(self.roles))
+        if not all(check_str(role, "roles").strip() for role in self.roles):
             raise ConfigError("roles: must not contain an empty string")
         for name, value in (("org", self.org), ("org_class", self.org_class)):
-            if value is not None and not value.strip():
+            text = _optional_str(value, name)
+            if text is not None and not text.strip():
                 raise ConfigError(f"{name}: must not be empty")
         if self.org_class is not None and self.org is None:
             raise ConfigError("org_class: needs `org` (the organisation it is the class of)")
@@ -130,12 +137,17 @@ class HttpConfig:
     api_keys: tuple[ApiKeyConfig, ...] = ()
 
     def __post_init__(self) -> None:
-        if not _BASE.fullmatch(self.base):
+        if not _BASE.fullmatch(check_str(self.base, "base")):
             message = "is not a path such as '/api' (no braces, spaces or trailing slash)"
             raise ConfigError(f"base: {self.base!r} {message}")
-        limit = self.max_body_bytes
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ConfigError(f"max_body_bytes: expected an integer >= 1, got {limit!r}")
+        check_int(self.max_body_bytes, "max_body_bytes", low=1)
+        if self.jwt is not None and not isinstance(self.jwt, JwtConfig):
+            raise ConfigError(f"jwt: expected a JwtConfig, got {type(self.jwt).__name__}")
+        if not isinstance(self.api_keys, tuple | list) or not all(
+            isinstance(key, ApiKeyConfig) for key in self.api_keys
+        ):
+            raise ConfigError("api_keys: expected a tuple of ApiKeyConfig")
+        object.__setattr__(self, "api_keys", tuple(self.api_keys))
         for attribute in ("id", "sha256"):
             seen = [getattr(key, attribute) for key in self.api_keys]
             if len(set(seen)) != len(seen):
@@ -173,22 +185,21 @@ class _Reader:
     """Typed access to one TOML table, with errors that name the key and the file."""
 
     def __init__(self, table: Mapping[str, Any], where: str, path: str) -> None:
+        self.site = Site.section(where, path)
         if not isinstance(table, Mapping):
-            raise ConfigError(f"{path}: {where}: expected a table")
-        self.table, self.where, self.path = table, where, path
+            raise self.site.about("expected a table")
+        self.table, self.path = table, path
 
     def nested(self, table: Mapping[str, Any], where: str) -> _Reader:
         return _Reader(table, where, self.path)
 
     def error(self, key: str, message: str) -> ConfigError:
-        return ConfigError(f"{self.path}: {self.where} {key}: {message}")
+        return self.site.error(key, message)
 
     def build(self, factory: Callable[..., _T], **values: Any) -> _T:
         """``factory(**values)``, its ``ConfigError`` located in this table and file."""
-        try:
+        with self.site.context():
             return factory(**values)
-        except ConfigError as exc:
-            raise ConfigError(f"{self.path}: {self.where} {exc}") from None
 
     def only(self, *keys: str) -> None:
         for key in self.table:
@@ -197,9 +208,7 @@ class _Reader:
 
     def string(self, key: str) -> str | None:
         value = self.table.get(key)
-        if value is not None and not isinstance(value, str):
-            raise self.error(key, f"expected a string, got {type(value).__name__}")
-        return value
+        return None if value is None else check_str(value, key, site=self.site)
 
     def strings(self, key: str) -> list[str]:
         value = self.table.get(key, [])
@@ -212,6 +221,10 @@ class _Reader:
         if value is not None and not isinstance(value, Mapping):
             raise self.error(key, f"expected a table, got {type(value).__name__}")
         return value
+
+
+def _optional_str(value: object, key: str) -> str | None:
+    return None if value is None else check_str(value, key)
 
 
 def _jwt(reader: _Reader) -> JwtConfig:

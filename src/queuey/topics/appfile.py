@@ -29,6 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from queuey._validation import Site, check_str, shown
 from queuey.errors import ConfigError
 from queuey.topics._expansion import expand_document
 from queuey.topics.config import QueuesConfig
@@ -37,6 +38,9 @@ __all__ = ["AppConfig", "load_app_config"]
 
 _QUEUES_KEYS = frozenset(f.name for f in fields(QueuesConfig))
 _IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+_QUEUES = Site.table("queues")
+_FUNCTIONS = Site.table("functions")
+_DATABASE = Site.table("database")
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ def load_app_config(path: str | os.PathLike[str]) -> AppConfig:
     """
     file = Path(path).absolute()
     document = expand_document(_parse(file), str(file))
-    try:
+    with Site(file=str(file)).context():
         return AppConfig(
             path=file,
             queues=_queues(_table(document, "queues")),
@@ -87,8 +91,6 @@ def load_app_config(path: str | os.PathLike[str]) -> AppConfig:
             database_url=_database_url(_table(document, "database")),
             tables=MappingProxyType(document),
         )
-    except ConfigError as exc:
-        raise ConfigError(f"{file}: {exc}") from None
 
 
 def _parse(file: Path) -> dict[str, Any]:
@@ -107,7 +109,7 @@ def _parse(file: Path) -> dict[str, Any]:
 def _table(document: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = document.get(key, {})
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{key} must be a table ([{key}]), got {value!r}")
+        raise Site().error(key, f"expected a table ([{key}]), got {shown(value)}")
     return value
 
 
@@ -115,24 +117,25 @@ def _queues(table: Mapping[str, Any]) -> QueuesConfig:
     unknown = sorted(set(table) - _QUEUES_KEYS)
     if unknown:
         known = ", ".join(sorted(_QUEUES_KEYS))
-        raise ConfigError(f"queues.{unknown[0]} is not a [queues] setting (known: {known})")
+        raise _QUEUES.error(unknown[0], f"not a [queues] setting (known: {known})")
     return QueuesConfig(**table)
 
 
 def _functions(table: Mapping[str, Any]) -> dict[str, str]:
     functions: dict[str, str] = {}
     for name, target in table.items():
-        where = f'functions."{name}"' if not name.isidentifier() else f"functions.{name}"
+        key = name if name.isidentifier() else f'"{name}"'
         if not name.strip():
-            raise ConfigError(f"{where}: a function name cannot be empty")
+            raise _FUNCTIONS.error(key, "a function name cannot be empty")
         if not isinstance(target, str) or not _IMPORT_PATH.fullmatch(target.strip()):
-            raise ConfigError(f'{where} must be an import path "module:attribute", got {target!r}')
+            message = f'expected an import path "module:attribute", got {shown(target)}'
+            raise _FUNCTIONS.error(key, message)
         functions[name.strip()] = target.strip()
     return functions
 
 
 def _database_url(table: Mapping[str, Any]) -> str | None:
     url = table.get("url")
-    if url is not None and not isinstance(url, str):
-        raise ConfigError(f"database.url must be a string, got {type(url).__name__}")
-    return url.strip() or None if url is not None else None
+    if url is None:
+        return None
+    return check_str(url, "url", site=_DATABASE).strip() or None

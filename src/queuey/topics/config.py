@@ -10,9 +10,12 @@ retry_backoff_secs = 10     # 10s, 20s, 40s, 80s, then failed
 "order.paid"     = ["fulfil_order", "notify_ops"]
 ```
 
-Every value is checked when the config is built: a wrong type, an invalid topic key, a negative
-number, or a zero ``poll_secs``, ``batch``, ``lease_secs`` or ``max_attempts`` is a
-``ConfigError`` naming the key (``retry_backoff_secs = 0`` and ``retain_hours = 0`` are valid).
+Every value is checked when the config is built (through ``queuey._validation``): a wrong type
+(a float or a bool for a number, anything but a bool for ``enabled``, anything but a string for
+``prefix`` and ``publish``), an invalid topic key, a negative number, or a zero ``poll_secs``,
+``batch``, ``lease_secs``, ``max_attempts`` or ``max_redeliveries`` is a ``ConfigError``
+naming the key, e.g. ``queues.batch: expected an integer in 1..65535, got 0``
+(``retry_backoff_secs = 0`` and ``retain_hours = 0`` are valid).
 The ``publish`` access string is kept as written: the HTTP endpoint parses it, and one that does
 not parse closes the door there.
 """
@@ -24,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from queuey.errors import ConfigError
+from queuey._validation import Site, check_bool, check_int, check_str, shown
 
 __all__ = ["MAX_TOPIC_CHARS", "QueuesConfig", "topic_error"]
 
@@ -42,7 +45,9 @@ _COUNTS = {
     "retry_backoff_secs": (0, _MAX_INT),
     "lease_secs": (1, _MAX_INT),
     "retain_hours": (0, _MAX_INT),
+    "max_redeliveries": (1, _MAX_INT),
 }
+_SITE = Site.table("queues")
 
 
 def topic_error(topic: str) -> str:
@@ -72,6 +77,9 @@ class QueuesConfig:
         lease_secs: seconds a claimed message may be worked on before another subscriber may
             take it (>= 1).
         retain_hours: hours after which handled messages are deleted; 0 keeps them forever.
+        max_redeliveries: leases a message may lose (its subscriber's process died while
+            handling it) before it is left failed, so a message that keeps killing its
+            process does not cycle forever (>= 1; DESIGN §7).
         publish: who may publish over HTTP (the access grammar); ``"private"``: nobody.
 
     Raises:
@@ -89,18 +97,20 @@ class QueuesConfig:
     lease_secs: int = 300
     retain_hours: int = 24
     publish: str = "private"
+    max_redeliveries: int = 5
 
     def __post_init__(self) -> None:
-        _check_bool("queues.enabled", self.enabled)
-        _check_str("queues.prefix", self.prefix)
-        _check_str("queues.publish", self.publish)
+        check_bool(self.enabled, "enabled", site=_SITE)
+        check_str(self.prefix, "prefix", site=_SITE)
+        check_str(self.publish, "publish", site=_SITE)
         for key, (low, high) in _COUNTS.items():
-            _check_count(f"queues.{key}", getattr(self, key), low, high)
+            check_int(getattr(self, key), key, low=low, high=high, site=_SITE)
         if not _CHANNEL.fullmatch(self.channel()):
-            raise ConfigError(
-                f"queues.prefix: {self.prefix!r} makes the channel {self.channel()!r}, which is "
+            raise _SITE.error(
+                "prefix",
+                f"{self.prefix!r} makes the channel {self.channel()!r}, which is "
                 "not a PostgreSQL identifier (ASCII letters, digits and _, not starting with a "
-                "digit, at most 63 characters in all)"
+                "digit, at most 63 characters in all)",
             )
         object.__setattr__(self, "subscribe", _normalise_subscribe(self.subscribe))
 
@@ -153,36 +163,16 @@ class QueuesConfig:
         return min(_MAX_DELAY_SECS, self.retry_backoff_secs * factor)
 
 
-def _check_bool(key: str, value: object) -> None:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{key} must be true or false, got {value!r}")
-
-
-def _check_str(key: str, value: object) -> None:
-    if not isinstance(value, str):
-        raise ConfigError(f"{key} must be a string, got {value!r}")
-
-
-def _check_count(key: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{key} must be a whole number, got {value!r}")
-    if value < low:
-        what = "negative" if value < 0 else "zero"
-        raise ConfigError(f"{key} must be at least {low}, got {value} ({what})")
-    if value > high:
-        raise ConfigError(f"{key} must be at most {high}, got {value}")
-
-
 def _names(topic: str, value: object) -> list[str]:
-    where = f'queues.subscribe."{topic}"'
+    key = f'subscribe."{topic}"'
     if isinstance(value, str):
         value = [value]
     if isinstance(value, Mapping) or not isinstance(value, Sequence):
-        raise ConfigError(f"{where} must be a function name or a list of names, got {value!r}")
+        raise _SITE.error(key, f"expected a function name or a list of names, got {shown(value)}")
     names: list[str] = []
     for item in value:
         if not isinstance(item, str):
-            raise ConfigError(f"{where} must hold function names (strings), got {item!r}")
+            raise _SITE.error(key, f"expected function names (strings), got {shown(item)}")
         if item.strip():
             names.append(item.strip())
     return names
@@ -190,11 +180,11 @@ def _names(topic: str, value: object) -> list[str]:
 
 def _normalise_subscribe(subscribe: object) -> Mapping[str, tuple[str, ...]]:
     if not isinstance(subscribe, Mapping):
-        raise ConfigError(f"queues.subscribe must be a table of topic = names, got {subscribe!r}")
+        raise _SITE.error("subscribe", f"expected a table of topic = names, got {shown(subscribe)}")
     merged: dict[str, list[str]] = {}
     for raw_topic, value in subscribe.items():
         if not isinstance(raw_topic, str) or not QueuesConfig.valid_topic(raw_topic):
-            raise ConfigError(f"queues.subscribe: {topic_error(str(raw_topic))}")
+            raise _SITE.error("subscribe", topic_error(str(raw_topic)))
         names = merged.setdefault(raw_topic.strip(), [])
         for name in _names(raw_topic, value):
             if name not in names:  # DESIGN §7: duplicates dropped, the first kept

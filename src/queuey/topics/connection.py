@@ -1,15 +1,20 @@
-"""Connecting an app's topics to PostgreSQL: the database URL's sources, in order, and the
-backend built from ``[queues]`` (``poll_secs``, ``lease_secs``, ``retain_hours``).
+"""What an app's topics need from their transport, read from its settings: the database URL's
+sources, in order, and the backend options ``[queues]`` implies (``channel()``, ``poll_secs``,
+``lease_secs``, ``retain_hours``, ``max_redeliveries``).
+
+The topic face depends on the backend contract only: the concrete backend is opened at the
+edge (``queuey run``, ``queuey publish`` and ``queuey serve`` open a ``PostgresBackend`` with
+these options).
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
-from queuey.backends.base import Backend
 from queuey.topics.config import QueuesConfig
 
-__all__ = ["DATABASE_URL_ENV", "connect_backend", "resolve_database_url"]
+__all__ = ["DATABASE_URL_ENV", "backend_options", "resolve_database_url"]
 
 DATABASE_URL_ENV = "QUEUEY_DATABASE_URL"
 
@@ -23,32 +28,16 @@ def resolve_database_url(flag: str | None, env: str | None, file_url: str | None
     return None
 
 
-async def connect_backend(
-    config: QueuesConfig, url: str, *, schema: str = "queuey", migrate: bool = False
-) -> Backend:
-    """A ``PostgresBackend`` for an app: woken on ``channel()``, polling every ``poll_secs``,
-    leases of ``lease_secs``, handled messages kept ``retain_hours`` (0: forever).
-
-    Args:
-        config: the app's ``[queues]`` settings.
-        url: the PostgreSQL URL.
-        schema: the PostgreSQL schema holding queuey's table.
-        migrate: create or upgrade the schema first.
-
-    Raises:
-        BackendError: the database cannot be reached.
-        SchemaError: the schema is older than this version needs (with ``migrate=False``).
-    """
-    from queuey.backends.postgres import PostgresBackend
-
+def backend_options(config: QueuesConfig) -> dict[str, Any]:
+    """The ``PostgresBackend`` keyword options an app's ``[queues]`` settings imply: woken on
+    ``channel()``, polling every ``poll_secs``, leases of ``lease_secs``, handled messages kept
+    ``retain_hours`` (0: forever, ``retain=None``), and ``max_redeliveries`` lost leases before
+    a message is left failed."""
     retain = None if config.retain_hours == 0 else timedelta(hours=config.retain_hours)
-    backend: Backend = await PostgresBackend.connect(
-        url,
-        schema=schema,
-        channel=config.channel(),
-        poll_interval=timedelta(seconds=config.poll_secs),
-        lease=timedelta(seconds=config.lease_secs),
-        retain=retain,
-        migrate=migrate,
-    )
-    return backend
+    return {
+        "channel": config.channel(),
+        "poll_interval": timedelta(seconds=config.poll_secs),
+        "lease": timedelta(seconds=config.lease_secs),
+        "retain": retain,
+        "max_redeliveries": config.max_redeliveries,
+    }

@@ -13,9 +13,9 @@ import pytest
 
 from queuey.backends.base import Backend
 from queuey.backends.postgres import PostgresBackend
+from queuey.cli._topics import connect_backend
 from queuey.errors import BackendError
 from queuey.topics import App, InvalidTopicError, MessageContext, QueuesConfig, Subscriber
-from queuey.topics.connection import connect_backend
 
 pytestmark = pytest.mark.postgres
 
