@@ -172,9 +172,14 @@ def load_attr(path: str) -> Any:
     return target
 
 
-async def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[..., None]) -> None:
+async def run_until_signal(
+    start: Callable[[], Awaitable[None]],
+    stop: Callable[..., None],
+    ready: Callable[[], None] | None = None,
+) -> None:
     """Run ``start()`` until it returns. The first SIGINT or SIGTERM calls ``stop()`` (graceful);
-    a second one calls ``stop(force=True)`` (running jobs are handed back)."""
+    a second one calls ``stop(force=True)`` (running jobs are handed back). ``ready()`` (the
+    start-up line) is called once the signals are handled, before ``start()``."""
     loop = asyncio.get_running_loop()
     received: list[int] = []
 
@@ -192,6 +197,8 @@ async def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
     try:
+        if ready is not None:
+            ready()
         await start()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -170,14 +170,13 @@ def worker_command(
         try:
             worker = _configured(worker, queue_names, concurrency)
             await _open(worker.backend)
-            starting(
-                "worker",
-                "queues",
-                [queue.name for queue in worker.queues],
-                describe_backend(worker.backend),
-                worker.concurrency,
-            )
-            await run_until_signal(worker.run, worker.shutdown)
+            queues = [queue.name for queue in worker.queues]
+            where = describe_backend(worker.backend)
+
+            def ready() -> None:
+                starting("worker", "queues", queues, where, worker.concurrency)
+
+            await run_until_signal(worker.run, worker.shutdown, ready)
         finally:
             await worker.backend.close()
 

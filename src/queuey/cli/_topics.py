@@ -87,8 +87,11 @@ def run_command(
             subscriber = app.subscriber(backend)
             topics = [queue.name for queue in subscriber.queues]
             where = describe_backend(backend)
-            starting("run", "topics", topics, where, subscriber.concurrency)
-            await run_until_signal(subscriber.run, subscriber.shutdown)
+
+            def ready() -> None:
+                starting("run", "topics", topics, where, subscriber.concurrency)
+
+            await run_until_signal(subscriber.run, subscriber.shutdown, ready)
         finally:
             await backend.close()
 
