@@ -28,7 +28,7 @@ from queuey.cli import (
     run_until_signal,
     starting,
 )
-from queuey.demo import DEFAULT_PREFIX, Tour
+from queuey.demo import DEFAULT_PREFIX, Tour, declare_tour, run_tour
 from queuey.errors import QueueyError
 from queuey.queues import Queue
 from queuey.worker import Worker
@@ -82,8 +82,6 @@ def demo(
     as_json: bool,
 ) -> None:
     """Run the six-job tour and print per queue acked / dead / pending."""
-    from queuey.demo import declare_tour, run_tour
-
     try:
         tour = declare_tour(prefix)
     except QueueyError as exc:
@@ -245,14 +243,13 @@ def _select(worker: Worker[Any], queue_names: str) -> list[Queue]:
         if not name:
             continue
         attribute = getattr(queue_set, name, None) if name.isidentifier() else None
-        queue = attribute if isinstance(attribute, Queue) else None
-        if queue is None:
-            queue = next((q for q in queue_set.all() if q.name == name), None)
-        if queue is None:
+        try:
+            queue = attribute if isinstance(attribute, Queue) else queue_set.by_name(name)
+        except KeyError:
             known = ", ".join(q.name for q in queue_set.all())
             raise click.UsageError(
                 f"--queues: {name!r} is not a queue of {queue_set.__name__} (it has {known})"
-            )
+            ) from None
         if queue not in chosen:
             chosen.append(queue)
     if not chosen:
