@@ -2,6 +2,12 @@
 
 A test that needs a server skips when it cannot be reached, except under ``CI=true`` where it
 fails (a missing server in CI is a broken build, not a reason to skip).
+
+A ``serial`` test restarts the machine's PostgreSQL or RabbitMQ (the one whose URL fixture it
+uses). It runs only with permission: ``QUEUEY_TEST_RESTART_SERVERS=1`` (``.ci/run`` sets it),
+or the server named in ``QUEUEY_TEST_STARTED_SERVERS`` (``scripts/services`` lists there the
+servers it started itself). Without permission it skips, saying which variable to set; under
+``CI=true`` it fails instead, so CI never drops it silently.
 """
 
 from __future__ import annotations
@@ -25,6 +31,35 @@ DATABASE_URL = os.environ.get(
     "QUEUEY_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 AMQP_URL = os.environ.get("QUEUEY_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+RESTART_SERVERS = "QUEUEY_TEST_RESTART_SERVERS"
+STARTED_SERVERS = "QUEUEY_TEST_STARTED_SERVERS"
+_SERVER_OF_FIXTURE = {"database_url": "postgres", "amqp_url": "rabbitmq"}
+
+
+def may_restart(server: str) -> bool:
+    """Whether the tests may restart ``server`` ("postgres" or "rabbitmq") on this machine."""
+    if os.environ.get(RESTART_SERVERS, "").strip().lower() in {"1", "true", "yes"}:
+        return True
+    started = os.environ.get(STARTED_SERVERS, "")
+    return server in {name.strip() for name in started.split(",")}
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Keep a ``serial`` test from restarting a server nobody allowed it to restart."""
+    if item.get_closest_marker("serial") is None:
+        return
+    fixtures = getattr(item, "fixturenames", ())
+    servers = [server for name, server in _SERVER_OF_FIXTURE.items() if name in fixtures]
+    needed = servers or list(_SERVER_OF_FIXTURE.values())
+    refused = [server for server in needed if not may_restart(server)]
+    if refused:
+        message = (
+            f"restarts this machine's {' and '.join(refused)}: set {RESTART_SERVERS}=1 to allow "
+            f"it (or let scripts/test start the server itself, listed in {STARTED_SERVERS})"
+        )
+        if CI:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
 
 
 def unavailable(what: str, error: BaseException) -> None:

@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+
+
+def python_path() -> str:
+    """``PYTHONPATH`` for a child process: this checkout's ``src`` first (not the copy a shared
+    virtualenv may have installed), then the repository root (for ``tests.*`` apps)."""
+    return os.pathsep.join([str(SRC), str(ROOT), os.environ.get("PYTHONPATH", "")])
 
 
 class Runnable(Protocol):

@@ -3,22 +3,16 @@ waiting until it answers, and stopping it."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
 import time
-from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
-SRC = ROOT / "src"
+from tests.helpers import ROOT, SRC, python_path
 
-
-def python_path() -> str:
-    """``PYTHONPATH`` for a child: this checkout's ``src`` first, then the repository root."""
-    return os.pathsep.join([str(SRC), str(ROOT), os.environ.get("PYTHONPATH", "")])
+__all__ = ["ROOT", "SRC", "free_port", "python_path", "stop", "wait_until_up"]
 
 
 def free_port() -> int:

@@ -13,11 +13,12 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn
 
 import click
 
+import queuey
 from queuey.errors import BackendError, QueueyError
 from queuey.secrets import RedactingFilter, redact, remember
 
@@ -26,8 +27,10 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_UNREACHABLE",
     "EXIT_USAGE",
+    "describe_backend",
     "main",
     "run_until_signal",
+    "starting",
 ]
 
 log = logging.getLogger("queuey.cli")
@@ -68,16 +71,69 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     sys.exit(code)
 
 
+def _level(verbose: int) -> int:
+    return {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
+
+
 @click.group()
 @click.option("-v", "--verbose", count=True, help="More logging (-v INFO, -vv DEBUG).")
+@click.version_option(queuey.__version__, "--version", prog_name="queuey")
 def main(verbose: int) -> None:
     """queuey: typed background jobs and topics on PostgreSQL, RabbitMQ or in memory."""
-    level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=_level(verbose), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())
     remember(os.environ.get("QUEUEY_DATABASE_URL"))
     remember(os.environ.get("QUEUEY_AMQP_URL"))
+
+
+def _more_verbose(ctx: click.Context, param: click.Parameter, value: int) -> None:
+    """``-v`` after a subcommand (``queuey worker app:w -v``) adds to the group's."""
+    if value:
+        verbose = ctx.find_root().params.get("verbose", 0) + value
+        logging.getLogger().setLevel(_level(verbose))
+
+
+def _verbose_everywhere(group: click.Group) -> None:
+    """Give every command under ``group`` its own ``-v/--verbose``."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            _verbose_everywhere(command)
+        elif not any(param.name == "verbose" for param in command.params):
+            command.params.append(
+                click.Option(
+                    ["-v", "--verbose"],
+                    count=True,
+                    expose_value=False,
+                    callback=_more_verbose,
+                    help="More logging (-v INFO, -vv DEBUG), as before the command.",
+                )
+            )
+
+
+def describe_backend(backend: object) -> str:
+    """What a start-up line says about a backend: its kind and where it is, never a password."""
+    conninfo = getattr(backend, "conninfo", None)
+    if isinstance(conninfo, str):  # PostgresBackend
+        schema = getattr(getattr(backend, "statements", None), "schema", None)
+        where = f"PostgreSQL {redact(conninfo)}"
+        return where if schema is None else f"{where}, schema {schema}"
+    if type(backend).__name__ == "MemoryBackend":
+        return "memory"
+    return redact(repr(backend))
+
+
+def starting(command: str, what: str, names: Sequence[str], backend: str, concurrency: int) -> None:
+    """Print the start-up line of a long-running command on stderr, e.g. ``queuey worker:
+    queues myapp.emails, myapp.images; backend PostgreSQL postgresql://app:***@db/app, schema
+    queuey; concurrency 14``."""
+    click.echo(
+        f"queuey {command}: {what} {', '.join(names) or '(none)'}; backend {backend}; "
+        f"concurrency {concurrency}",
+        err=True,
+    )
 
 
 def run_async(coro: Awaitable[Any]) -> Any:
@@ -116,9 +172,14 @@ def load_attr(path: str) -> Any:
     return target
 
 
-async def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[..., None]) -> None:
+async def run_until_signal(
+    start: Callable[[], Awaitable[None]],
+    stop: Callable[..., None],
+    ready: Callable[[], None] | None = None,
+) -> None:
     """Run ``start()`` until it returns. The first SIGINT or SIGTERM calls ``stop()`` (graceful);
-    a second one calls ``stop(force=True)`` (running jobs are handed back)."""
+    a second one calls ``stop(force=True)`` (running jobs are handed back). ``ready()`` (the
+    start-up line) is called once the signals are handled, before ``start()``."""
     loop = asyncio.get_running_loop()
     received: list[int] = []
 
@@ -136,6 +197,8 @@ async def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
     try:
+        if ready is not None:
+            ready()
         await start()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -143,5 +206,7 @@ async def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[
 
 
 from queuey.cli import _http, _jobs, _ops, _topics  # noqa: E402  (registers the commands)
+
+_verbose_everywhere(main)
 
 __all__ += ["_http", "_jobs", "_ops", "_topics"]

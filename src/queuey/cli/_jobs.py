@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import json
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,12 +18,20 @@ from queuey.cli import (
     AMQP_URL,
     DATABASE_URL,
     SCHEMA,
+    describe_backend,
+    fail,
     load_attr,
     main,
+    remember_option,
     require,
     run_async,
     run_until_signal,
+    starting,
 )
+from queuey.demo import DEFAULT_PREFIX, Tour, declare_tour, run_tour
+from queuey.errors import QueueyError
+from queuey.queues import Queue
+from queuey.worker import Worker
 
 
 async def _open_backend(
@@ -57,22 +65,37 @@ async def _open_backend(
 @click.option(
     "--schema", default="queuey_demo", show_default=True, help="PostgreSQL schema the demo uses."
 )
+@click.option(
+    "--prefix",
+    default=DEFAULT_PREFIX,
+    show_default=True,
+    help="Prefix of the demo's queue names (<prefix>.emails ...), so demos sharing a broker or "
+    "a database do not meet. Each run empties its own queues first.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def demo(
-    kind: str, database_url: str | None, amqp_url: str | None, schema: str, as_json: bool
+    kind: str,
+    database_url: str | None,
+    amqp_url: str | None,
+    schema: str,
+    prefix: str,
+    as_json: bool,
 ) -> None:
     """Run the six-job tour and print per queue acked / dead / pending."""
-    from queuey.demo import run_tour
+    try:
+        tour = declare_tour(prefix)
+    except QueueyError as exc:
+        fail(f"--prefix: {exc}")
 
-    async def tour() -> Any:
+    async def run() -> Any:
         backend = await _open_backend(kind, database_url, amqp_url, schema)
         try:
-            await _reset_demo(backend)
-            return await run_tour(backend)
+            await _reset_demo(backend, tour)
+            return await run_tour(backend, prefix=prefix)
         finally:
             await backend.close()
 
-    summary = run_async(tour())
+    summary = run_async(run())
     if as_json:
         click.echo(json.dumps(summary.as_json(), indent=2))
         return
@@ -90,40 +113,155 @@ def demo(
         )
 
 
-async def _reset_demo(backend: Backend) -> None:
+async def _reset_demo(backend: Backend, tour: Tour) -> None:
     purge: Callable[[list[str]], Awaitable[int]] | None = getattr(backend, "purge", None)
     if purge is not None:
-        from queuey.demo import TourQueues
-
-        await purge([queue.name for queue in TourQueues.all()])
+        await purge([queue.name for queue in tour.queues.all()])
 
 
 @main.command("worker")
 @click.argument("target")
-def worker_command(target: str) -> None:
-    """Run TARGET (module:attr, a Worker or a zero-argument factory returning one, which may be
-    async) until SIGINT/SIGTERM, then shut it down gracefully."""
-    from queuey.worker import Worker
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    help="Jobs run at once (default: the worker's own; with --queues, the sum of those queues' "
+    "prefetch).",
+)
+@click.option(
+    "--queues",
+    "queue_names",
+    help="Consume only these queues: comma-separated names (myapp.emails) or attributes of the "
+    "worker's QueueSet (emails).",
+)
+@click.option(
+    "--database-url",
+    envvar="QUEUEY_DATABASE_URL",
+    callback=remember_option,
+    help="Set QUEUEY_DATABASE_URL to this before TARGET is imported, for the app to read.",
+)
+@click.option(
+    "--amqp-url",
+    envvar="QUEUEY_AMQP_URL",
+    callback=remember_option,
+    help="Set QUEUEY_AMQP_URL to this before TARGET is imported, for the app to read.",
+)
+def worker_command(
+    target: str,
+    concurrency: int | None,
+    queue_names: str | None,
+    database_url: str | None,
+    amqp_url: str | None,
+) -> None:
+    """Run TARGET until SIGINT/SIGTERM, then shut it down gracefully.
 
+    TARGET is module:attribute naming a Worker (worker = Worker(AppQueues,
+    PostgresBackend(url))) or a factory taking no arguments that returns one (def or async
+    def). A backend that is not open yet is opened first; the backend is closed at exit.
+    """
+    for name, url in (("QUEUEY_DATABASE_URL", database_url), ("QUEUEY_AMQP_URL", amqp_url)):
+        if url:
+            os.environ[name] = url
     obj = load_attr(target)
 
     async def serve() -> None:
-        worker = obj
-        if not isinstance(worker, Worker) and callable(worker):
-            try:
-                inspect.signature(obj).bind()
-            except (TypeError, ValueError):
-                raise click.UsageError(
-                    f"{target} must be a Worker or a factory taking no arguments"
-                ) from None
-            worker = obj()
-            if asyncio.iscoroutine(worker):
-                worker = await worker
-        if not isinstance(worker, Worker):
-            raise click.UsageError(f"{target} is not a Worker or a factory returning one")
-        await run_until_signal(worker.run, worker.shutdown)
+        worker = await _resolve_worker(target, obj)
+        try:
+            worker = _configured(worker, queue_names, concurrency)
+            await _open(worker.backend)
+            queues = [queue.name for queue in worker.queues]
+            where = describe_backend(worker.backend)
+
+            def ready() -> None:
+                starting("worker", "queues", queues, where, worker.concurrency)
+
+            await run_until_signal(worker.run, worker.shutdown, ready)
+        finally:
+            await worker.backend.close()
 
     run_async(serve())
+
+
+_FACTORY_HINT = (
+    "point TARGET at a Worker (worker = Worker(AppQueues, backend)) or at a factory taking no "
+    "arguments that returns one (async def build() -> Worker: ...)"
+)
+
+
+async def _resolve_worker(target: str, obj: object) -> Worker[Any]:
+    """``obj`` if it is a Worker, else what calling (and awaiting) the factory ``obj`` gives."""
+    if isinstance(obj, Worker):
+        return obj
+    if not callable(obj):
+        raise click.UsageError(
+            f"{target} is of type {type(obj).__name__}, not a Worker: {_FACTORY_HINT}"
+        )
+    try:
+        inspect.signature(obj).bind()
+    except (TypeError, ValueError):
+        raise click.UsageError(f"{target} takes arguments: {_FACTORY_HINT}") from None
+    made = obj()
+    if inspect.isawaitable(made):
+        made = await made
+    if not isinstance(made, Worker):
+        raise click.UsageError(
+            f"{target} returned an object of type {type(made).__name__}, not a Worker: "
+            f"{_FACTORY_HINT}"
+        )
+    return made
+
+
+def _configured(
+    worker: Worker[Any], queue_names: str | None, concurrency: int | None
+) -> Worker[Any]:
+    """``worker`` itself, or (with ``--queues`` or ``--concurrency``) a copy with its handlers
+    and options that consumes those queues (by default the worker's) with that concurrency (by
+    default the sum of the queues' prefetch, as ``Worker`` does)."""
+    if queue_names is None and concurrency is None:
+        return worker
+    queues = worker.queues if queue_names is None else _select(worker, queue_names)
+    copy: Worker[Any] = Worker(
+        worker.queue_set,
+        worker.backend,
+        queues=queues,
+        concurrency=concurrency,
+        job_timeout=worker.job_timeout,
+        shutdown_grace=worker.shutdown_grace,
+        close_backend_on_shutdown=worker.close_backend_on_shutdown,
+        paused=worker.paused,
+        on_settled=worker._on_settled,
+    )
+    # Worker has no public way to copy its handlers yet; this is its only caller.
+    copy._handlers = dict(worker._handlers)
+    return copy
+
+
+def _select(worker: Worker[Any], queue_names: str) -> list[Queue]:
+    """The queues ``--queues`` names: each a full name or an attribute of the worker's set."""
+    queue_set = worker.queue_set
+    chosen: list[Queue] = []
+    for name in (part.strip() for part in queue_names.split(",")):
+        if not name:
+            continue
+        attribute = getattr(queue_set, name, None) if name.isidentifier() else None
+        try:
+            queue = attribute if isinstance(attribute, Queue) else queue_set.by_name(name)
+        except KeyError:
+            known = ", ".join(q.name for q in queue_set.all())
+            raise click.UsageError(
+                f"--queues: {name!r} is not a queue of {queue_set.__name__} (it has {known})"
+            ) from None
+        if queue not in chosen:
+            chosen.append(queue)
+    if not chosen:
+        raise click.UsageError("--queues: name at least one queue")
+    return chosen
+
+
+async def _open(backend: object) -> None:
+    """Open ``backend`` if it has an ``open`` (PostgreSQL, RabbitMQ; a no-op when it is open)."""
+    open_backend = getattr(backend, "open", None)
+    if callable(open_backend):
+        await open_backend()
 
 
 @main.group()

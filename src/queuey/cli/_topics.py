@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from queuey.cli import SCHEMA, fail, load_attr, main, remember_option, run_async, run_until_signal
+from queuey.cli import (
+    SCHEMA,
+    describe_backend,
+    fail,
+    load_attr,
+    main,
+    remember_option,
+    run_async,
+    run_until_signal,
+    starting,
+)
 from queuey.errors import QueueyError
 from queuey.secrets import redact, remember
 
@@ -103,7 +113,13 @@ def run_command(
         backend = await connect_backend(app.config, url, schema=schema)
         try:
             subscriber = app.subscriber(backend)
-            await run_until_signal(subscriber.run, subscriber.shutdown)
+            topics = [queue.name for queue in subscriber.queues]
+            where = describe_backend(backend)
+
+            def ready() -> None:
+                starting("run", "topics", topics, where, subscriber.concurrency)
+
+            await run_until_signal(subscriber.run, subscriber.shutdown, ready)
         finally:
             await backend.close()
 

@@ -6,6 +6,10 @@ with ``queuey serve``. A request is checked in this order, and the first failing
 invalid (even on a public route); 403 wrong role or organisation class; 413 body over the limit;
 400 body not JSON; 400 not a topic; then 202 with the publication, or 500 when the database
 fails. Every error body is ``{"error": "..."}`` and never quotes a credential.
+
+Whatever follows ``{base}/queues/`` is the topic, so a malformed one (empty, with a slash,
+encoded or not, a newline or another character a topic cannot have) reaches the topic check
+and is a 400 like any other bad topic, never the router's 404.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -42,6 +47,22 @@ logger = logging.getLogger(__name__)
 QUEUE_FAILED = "the message could not be queued"
 
 
+class _RestOfPath(Convertor[str]):
+    """The rest of the path, slashes and newlines included (``path`` stops at a newline)."""
+
+    regex = r"[\s\S]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+_TOPIC_CONVERTOR = "queuey_rest_of_path"
+register_url_convertor(_TOPIC_CONVERTOR, _RestOfPath())
+
+
 def publish_app(
     config: HttpConfig,
     publisher: Publisher,
@@ -67,7 +88,8 @@ def publish_app(
     endpoint = _PublishEndpoint(
         config, publisher, access, authenticator or CredentialAuthenticator.from_config(config)
     )
-    routes = [Route(f"{config.base}/queues/{{topic}}", endpoint.publish, methods=["POST"])]
+    topic_path = f"{config.base}/queues/{{topic:{_TOPIC_CONVERTOR}}}"
+    routes = [Route(topic_path, endpoint.publish, methods=["POST"])]
     if not access.is_private:
         routes.append(Route(f"{config.base}/openapi.json", endpoint.openapi, methods=["GET"]))
     app = Starlette(

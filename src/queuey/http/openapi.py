@@ -59,6 +59,10 @@ def _operation(config: HttpConfig, policy: AccessPolicy) -> dict[str, Any]:
                 "name": "topic",
                 "in": "path",
                 "required": True,
+                "description": (
+                    "Everything after `/queues/`, trimmed; a slash in it (encoded or not) makes "
+                    "it a bad topic (400)"
+                ),
                 "schema": {"type": "string", "pattern": TOPIC_PATTERN},
             }
         ],
