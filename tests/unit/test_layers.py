@@ -60,16 +60,6 @@ KNOWN_CYCLES: frozenset[tuple[str, str]] = frozenset(
     {
         # backends/postgres: _backend ↔ _consumer (consumers move onto the store).
         ("backends.postgres._consumer", "backends.postgres._backend"),
-        # backends/rabbitmq: _backend ↔ _consumer (consumers take the link and a router).
-        ("backends.rabbitmq._consumer", "backends.rabbitmq._backend"),
-        # backends/__init__.py re-exports MemoryBackend: the contract imports a backend.
-        ("backends", "backends.memory"),
-        # cli/__init__.py imports the command modules to register them, and they import the
-        # click group and helpers from cli/__init__.py (the group belongs in a module of its own).
-        ("cli._http", "cli"),
-        ("cli._jobs", "cli"),
-        ("cli._ops", "cli"),
-        ("cli._topics", "cli"),
     }
 )
 

@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from queuey.cli import SCHEMA, fail, main, remember_option, run_async, run_until_signal
+from queuey.cli._root import SCHEMA, fail, main, remember_option, run_async, run_until_signal
 from queuey.cli._topics import CONFIG, app_database_url, connect_backend
 from queuey.errors import QueueyError
 

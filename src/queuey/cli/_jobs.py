@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from queuey.backends.base import Backend
-from queuey.cli import (
+from queuey.cli._root import (
     AMQP_URL,
     DATABASE_URL,
     SCHEMA,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from rich.console import Console
 
-from queuey.cli import (
+from queuey.cli._root import (
     DATABASE_URL,
     EXIT_NOT_FOUND,
     EXIT_UNREACHABLE,

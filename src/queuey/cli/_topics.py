@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from queuey.cli import (
+from queuey.cli._root import (
     SCHEMA,
     describe_backend,
     fail,

@@ -61,7 +61,7 @@ def test_queuey_run_opens_its_backend_with_the_apps_max_redeliveries(
         opened.append({"url": url, **options})
         return MemoryBackend()
 
-    async def fake_run_until_signal(start: Any, stop: Any) -> None:
+    async def fake_run_until_signal(start: Any, stop: Any, ready: Any = None) -> None:
         ran.append(start)
 
     monkeypatch.setattr(PostgresBackend, "connect", classmethod(fake_connect))
