@@ -60,6 +60,14 @@ class Connections(Protocol):
         """A statement failed on a broken connection: drop the others that are broken too."""
         ...
 
+    async def open(self) -> None:
+        """Start lending connections."""
+        ...
+
+    async def close(self) -> None:
+        """Stop lending connections."""
+        ...
+
 
 class Lent:
     """A session's one connection, lent to each statement and never closed by it."""
@@ -75,6 +83,12 @@ class Lent:
 
     async def recheck(self) -> None:
         return None
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None  # the session that opened the connection closes it
 
     async def __aenter__(self) -> Connection:
         return self.conn

@@ -28,7 +28,7 @@ from queuey.backends.postgres._errors import (
     UndefinedTableError,
     database_errors,
 )
-from queuey.backends.postgres._pool import Connection, Connections, Lent, Pool
+from queuey.backends.postgres._pool import Connection, Connections, Lent
 from queuey.backends.postgres._rows import (
     Claim,
     DeadRow,
@@ -128,11 +128,13 @@ class Store:
         timeout: float | None = None,
     ) -> list[R]:
         """The rows of the named statement."""
-        return (await self._run(self.statements[name], params, rows, timeout))[0]
+        found, _ = await self._run(self.statements[name], params, rows, timeout)
+        return found
 
     async def _count(self, name: str, params: Params | None, timeout: float | None = None) -> int:
         """The row count of the named statement."""
-        return (await self._run(self.statements[name], params, tuple_row, timeout))[1]
+        _, count = await self._run(self.statements[name], params, tuple_row, timeout)
+        return count
 
     @asynccontextmanager
     async def session(
@@ -185,13 +187,12 @@ class Store:
         """
         async with self.session():
             pass
-        if isinstance(self._connections, Pool):
-            with database_errors():
-                await self._connections.open()
+        with database_errors():
+            await self._where().open()
 
     async def close(self) -> None:
         """Close the pool (a session closes with its block)."""
-        if isinstance(self._connections, Pool):
+        if self._connections is not None:
             await self._connections.close()
 
     # -- publish (publish, publish_one, publish_job) -------------------------------------------
@@ -238,8 +239,8 @@ class Store:
         """``next_due``: seconds until the next pending row of ``config``'s queue is due (0 when
         one is due now), ``None`` when there is none."""
         params = {"kind": config.kind, "queue": config.name, "job_types": _job_types(config)}
-        due = await self._fetch("next_due", params, scalar_row, BACKGROUND_TIMEOUT)
-        return None if not due or due[0] is None else max(0.0, float(due[0]))
+        (due,) = await self._fetch("next_due", params, scalar_row, BACKGROUND_TIMEOUT)
+        return None if due is None else max(0.0, float(due))
 
     async def ack(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
         """``ack``: record the success of each run (``ids[i]``, ``attempts[i]``) this owner
@@ -310,7 +311,8 @@ class Store:
     async def count_pending(self, kind: Kind, queue: str) -> int:
         """``count_pending``: rows of ``queue`` due now and not claimed."""
         params = {"kind": kind, "queue": queue}
-        return int((await self._fetch("count_pending", params, scalar_row))[0])
+        (pending,) = await self._fetch("count_pending", params, scalar_row)
+        return int(pending)
 
     async def list_dead(self, kind: Kind, queue: str, limit: int) -> list[DeadRow]:
         """``list_dead``: up to ``limit`` failed rows of ``queue``, oldest failure first."""
@@ -326,10 +328,10 @@ class Store:
     async def schema_version(self) -> int:
         """``schema_version``: the newest migration applied; 0 when there is none yet."""
         try:
-            version = await self._fetch("schema_version", None, scalar_row)
+            (version,) = await self._fetch("schema_version", None, scalar_row)
         except UndefinedTableError:
             return 0
-        return int(version[0]) if version else 0
+        return int(version)
 
     async def check_schema(self) -> None:
         """Refuse a schema older than this queuey needs.
