@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from contextlib import AbstractAsyncContextManager
 
+from queuey._validation import check_int
 from queuey.backends.postgres._rows import FailedRow, QueueStatus, RowDetail, Touched
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
@@ -46,10 +47,11 @@ class Admin:
         channel: the NOTIFY channel workers listen on (default ``<schema>_queue``, the
             backend's default); a retry wakes them through it. Topic subscribers listen on
             ``<prefix>_queue`` and pick a retried row up on their next poll otherwise.
-        connect_timeout: give up connecting after this many seconds (default 10).
+        connect_timeout: give up connecting after this many seconds (default 10; 0 waits
+            as long as libpq does).
 
     Raises:
-        ConfigError: a bad identifier.
+        ConfigError: a bad identifier or timeout (the message names it).
     """
 
     def __init__(
@@ -64,7 +66,7 @@ class Admin:
         self.conninfo = remember(conninfo) or conninfo
         self.statements = Statements(schema, table)
         self.channel = check_identifier(channel or f"{schema}_queue"[:63], "channel")
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = check_int(connect_timeout, "connect_timeout", low=0)
         self._store = Store(self.statements, self.conninfo)
 
     def _session(self) -> AbstractAsyncContextManager[Store]:

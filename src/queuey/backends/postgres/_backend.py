@@ -94,7 +94,7 @@ class PostgresBackend:
     ) -> None:
         self.conninfo = conninfo
         self.statements = Statements(schema, table)
-        self.schema_channel = f"{schema}_queue"[:63]
+        self.schema_channel = f"{schema}_queue"[:63]  # where `queuey failed retry` notifies
         self.channel = check_identifier(channel or self.schema_channel, "channel")
         self.poll_interval = parse_duration(poll_interval, "poll_interval").total_seconds()
         self.lease = parse_duration(lease, "lease").total_seconds()

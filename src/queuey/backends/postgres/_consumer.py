@@ -57,8 +57,6 @@ class ConsumerLinks:
 class PgDelivery:
     """One claimed row; settling it is fenced by (owner, attempts)."""
 
-    __slots__ = ("_claim", "_consumer")
-
     def __init__(self, consumer: PgConsumer, claim: Claim) -> None:
         self._consumer = consumer
         self._claim = claim
