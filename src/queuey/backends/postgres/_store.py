@@ -14,7 +14,7 @@ inspections raise it.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from operator import attrgetter
 from typing import Any, Literal, TypeVar
 
@@ -94,9 +94,6 @@ class Store:
             raise RuntimeError("this store runs statements only inside session()")
         return self._connections
 
-    def _connection(self, timeout: float | None) -> AbstractAsyncContextManager[Connection]:
-        return self._where().connection(timeout)
-
     async def _run(
         self,
         statement: sql.Composed,
@@ -111,7 +108,7 @@ class Store:
         """
         try:
             with database_errors():
-                async with self._connection(timeout) as conn:
+                async with self._where().connection(timeout) as conn:
                     cursor = conn.cursor(row_factory=rows)
                     await cursor.execute(statement, params)
                     found = await cursor.fetchall() if cursor.description is not None else []
