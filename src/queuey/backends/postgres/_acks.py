@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from queuey.errors import BackendError
 
-__all__ = ["GATHER_SECS", "MAX_BATCH", "AckBatch", "LostClaimError"]
+__all__ = ["GATHER_SECS", "MAX_BATCH", "AckBatch", "LostClaimError", "lost_claim"]
 
 MAX_BATCH = 1000
 """Acks recorded by one statement, at most."""
@@ -32,6 +32,14 @@ Record = Callable[[Sequence[str], Sequence[int]], Awaitable[set[str]]]
 
 class LostClaimError(BackendError):
     """The row was reclaimed after its lease expired; this outcome was not recorded."""
+
+
+def lost_claim(row_id: str) -> LostClaimError:
+    """The error of an outcome of ``row_id`` that its fence refused."""
+    return LostClaimError(
+        f"job {row_id}: the claim was lost (its lease expired and the row was "
+        "reclaimed); the outcome was not recorded"
+    )
 
 
 class AckBatch:
@@ -54,10 +62,7 @@ class AckBatch:
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
         if not await future:
-            raise LostClaimError(
-                f"job {row_id}: the claim was lost (its lease expired and the row was "
-                "reclaimed); the outcome was not recorded"
-            )
+            raise lost_claim(row_id)
 
     async def _gather(self) -> None:
         """Wait while acks keep arriving: one loop iteration at a time, until one brings none,

@@ -5,57 +5,74 @@ A consumer claims up to ``prefetch - unsettled`` rows of its queue in one statem
 the handlers of the previous one, hands them out one by one, and claims again while claims come
 back full (drain: notifications coalesce). It waits for a notification, the poll interval, or
 the next due row, whichever comes first; when that row falls due is asked only after what a
-short claim brought has been handed out, so that round trip never delays a delivery. Acks go
-through the backend's ``AckBatch``, many per statement. Database errors never escape ``next``:
-they are logged once per outage and the consumer retries, so a database restart costs latency,
-not the worker.
+short claim brought has been handed out, so that round trip never delays a delivery. Outcomes
+go through the backend's ``Completer`` (acks many per statement). Database errors never escape
+``next``: they are logged once per outage and the consumer retries, so a database restart costs
+latency, not the worker.
+
+A consumer depends on the store, the completer, the waker and the outage record it is given
+(``ConsumerLinks``), never on the backend.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import deque
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
 
-from queuey._outcome import clean_text
+from queuey.backends.postgres._complete import Completer
+from queuey.backends.postgres._outage import Outage
+from queuey.backends.postgres._rows import Claim
+from queuey.backends.postgres._store import Store
+from queuey.backends.postgres._wake import Waker
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
 
-if TYPE_CHECKING:
-    from queuey.backends.postgres._backend import PostgresBackend
+__all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "storable"]
 
-__all__ = ["PgConsumer", "PgDelivery"]
+MAX_TEXT_BYTES = 4000
+"""Error texts and reasons are kept to this many UTF-8 bytes (seed ``000``)."""
 
-log = logging.getLogger("queuey.postgres")
+
+@dataclass(frozen=True)
+class ConsumerLinks:
+    """What every consumer of one backend shares.
+
+    Attributes:
+        store: claims and due times.
+        completer: settles (acks batched).
+        waker: where a consumer is registered to be woken.
+        outage: where claim failures are recorded (logged once per outage).
+        poll_interval: the safety-net poll (seconds).
+    """
+
+    store: Store
+    completer: Completer
+    waker: Waker
+    outage: Outage
+    poll_interval: float
 
 
 class PgDelivery:
     """One claimed row; settling it is fenced by (owner, attempts)."""
 
-    def __init__(self, consumer: PgConsumer, row_id: str, envelope: Envelope) -> None:
+    def __init__(self, consumer: PgConsumer, claim: Claim) -> None:
         self._consumer = consumer
-        self.row_id = row_id
-        self._envelope = envelope
+        self._claim = claim
 
     @property
     def envelope(self) -> Envelope:
-        return self._envelope
+        return self._claim.envelope
 
-    def _fence(self) -> dict[str, Any]:
-        backend = self._consumer.backend
-        return {"id": self.row_id, "owner": backend.owner, "attempts": self._envelope.attempt}
-
-    async def _settle(self, name: str, params: dict[str, Any]) -> None:
-        try:
-            await self._consumer.backend.settle(name, {**self._fence(), **params}, self.row_id)
-        finally:
-            self._consumer.settled(self)
+    @property
+    def row_id(self) -> str:
+        return self._claim.envelope.job_id
 
     async def ack(self) -> None:
+        envelope = self._claim.envelope
         try:
-            await self._consumer.backend.ack(self.row_id, self._envelope.attempt)
+            await self._consumer.completer.ack(envelope.job_id, envelope.attempt)
         finally:
             self._consumer.settled(self)
 
@@ -67,39 +84,55 @@ class PgDelivery:
 
     async def _reschedule(self, envelope: Envelope, delay: timedelta, error: str | None) -> None:
         seconds = delay.total_seconds()
-        await self._settle(
-            "reschedule",
-            {
-                "next_attempts": envelope.attempt - 1,
-                "deferrals": envelope.deferrals,
-                "priority": envelope.priority,
-                "delay": seconds,
-                "ttl": self._consumer.ttl,
-                "error": None if error is None else truncate(error),
-            },
-        )
-        self._consumer.wake_after(seconds)
+        consumer = self._consumer
+        try:
+            await consumer.completer.reschedule(
+                self.row_id,
+                self._claim.envelope.attempt,
+                next_attempts=envelope.attempt - 1,
+                deferrals=envelope.deferrals,
+                priority=envelope.priority,
+                delay=seconds,
+                ttl=consumer.ttl,
+                error=None if error is None else storable(error),
+            )
+        finally:
+            consumer.settled(self)
+        consumer.wake_after(seconds)
 
     async def dead_letter(self, reason: str) -> None:
-        await self._settle("dead_letter", {"reason": truncate(reason)})
+        try:
+            await self._consumer.completer.dead_letter(
+                self.row_id, self._claim.envelope.attempt, storable(reason)
+            )
+        finally:
+            self._consumer.settled(self)
 
     async def release(self) -> None:
-        await self._settle("release", {})
+        try:
+            await self._consumer.completer.release(self.row_id, self._claim.envelope.attempt)
+        finally:
+            self._consumer.settled(self)
         self._consumer.poke()
 
 
-def truncate(text: str) -> str:
-    """``text`` made storable in a ``text`` column (no NUL, no lone surrogate) and cut to 4000
-    UTF-8 bytes with "…" (seed ``000``, SEEDS-DIGEST §1.8)."""
-    return clean_text(text)
+def storable(text: str) -> str:
+    """``text`` made storable in a ``text`` column: NUL characters dropped, unpaired surrogates
+    replaced by ``?``, cut to ``MAX_TEXT_BYTES`` UTF-8 bytes on a character boundary with "…"
+    appended when cut (seed ``000``, SEEDS-DIGEST §1.8)."""
+    data = text.replace("\x00", "").encode("utf-8", errors="replace")
+    if len(data) <= MAX_TEXT_BYTES:
+        return data.decode("utf-8")
+    return data[:MAX_TEXT_BYTES].decode("utf-8", errors="ignore") + "…"
 
 
 class PgConsumer:
     """Claims and hands out rows of one queue."""
 
-    def __init__(self, backend: PostgresBackend, config: QueueConfig) -> None:
-        self.backend = backend
+    def __init__(self, config: QueueConfig, links: ConsumerLinks) -> None:
         self.config = config
+        self.completer = links.completer
+        self._links = links
         self.ttl = None if config.message_ttl is None else config.message_ttl.total_seconds()
         self._buffer: deque[PgDelivery] = deque()
         self._unsettled = 0
@@ -161,18 +194,20 @@ class PgConsumer:
     async def _claim(self, limit: int) -> None:
         self._event.clear()
         pokes = self._pokes
-        rows = await self.backend.claim(self.config, limit)
-        if rows is None:  # the database is down: retry soon, or on reconnect
+        links = self._links
+        claims = await links.outage.attempt(links.store.claim(self.config, limit))
+        if claims is None:  # the database is down: retry soon, or on reconnect
             self._maybe_more = self._pokes != pokes
-            self.wake_after(min(1.0, self.backend.poll_interval))
+            self.wake_after(min(1.0, links.poll_interval))
             return
-        self._unsettled += len(rows)
-        for row_id, envelope, suspect in rows:
-            delivery = PgDelivery(self, row_id, envelope)
+        self._unsettled += len(claims)
+        self.completer.hold([claim.envelope.job_id for claim in claims])
+        for claim in claims:
+            delivery = PgDelivery(self, claim)
             self._buffer.append(delivery)
-            if suspect:  # it may kill this process: claim nothing more until it settles
-                self._suspect = delivery
-        if len(rows) < limit:
+            if claim.envelope.redeliveries:  # it may kill this process: claim nothing more
+                self._suspect = delivery  # until it settles
+        if len(claims) < limit:
             # A notification that arrived during the claim may be for a row it did not see.
             self._maybe_more = self._pokes != pokes
             # When the next row falls due is asked only once what was claimed is handed out:
@@ -181,13 +216,14 @@ class PgConsumer:
 
     async def _schedule_due(self) -> None:
         self._due_unknown = False
-        due = await self.backend.next_due(self.config)
+        links = self._links
+        due = await links.outage.attempt(links.store.next_due(self.config))
         if due is not None:
             self.wake_after(due)
 
     async def _wait(self) -> None:
         try:
-            await asyncio.wait_for(self._event.wait(), self.backend.poll_interval)
+            await asyncio.wait_for(self._event.wait(), self._links.poll_interval)
         except TimeoutError:
             self._maybe_more = True
         self._event.clear()
@@ -197,4 +233,4 @@ class PgConsumer:
         if self._timer is not None:
             self._timer.cancel()
         self._event.set()
-        self.backend.unregister(self)
+        self._links.waker.remove(self.config.name, self)

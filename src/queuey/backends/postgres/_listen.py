@@ -1,59 +1,39 @@
 """The dedicated LISTEN connection: one per backend, outside the pool (LISTEN belongs to a
 session), re-established after it drops.
 
-After every (re)connect it issues LISTEN first and then wakes every consumer, so nothing
-published while it was away waits for the poll. The session is health-checked every
-``health_interval`` seconds, so a connection killed with ``pg_terminate_backend`` or silently
-dropped is noticed within seconds. Errors are logged once per outage.
+It LISTENs on exactly the channels it is given: the backend gives the one channel its consumers
+are woken through (the channel its publishes notify), so a process is never woken by another
+app's or another schema's publishes. After every (re)connect it issues LISTEN first and then
+wakes every consumer, so nothing published while it was away waits for the poll. The session is
+health-checked every ``health_interval`` seconds, so a connection killed with
+``pg_terminate_backend`` or silently dropped is noticed within seconds. Errors are logged once
+per outage.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Sequence
 
-import psycopg
-from psycopg import sql
-
-from queuey.secrets import redact
+from queuey.backends.postgres._outage import Outage
+from queuey.backends.postgres._store import Store
+from queuey.errors import BackendError
 
 __all__ = ["Listener", "Outage"]
-
-log = logging.getLogger("queuey.postgres")
-
-
-class Outage:
-    """Logs the first failure of an outage at WARNING and its end at INFO, nothing between."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-        self.down = False
-
-    def failed(self, exc: BaseException) -> None:
-        """Record a failure; only the first of an outage is logged."""
-        if not self.down:
-            self.down = True
-            log.warning(
-                "%s failed: %s (retrying quietly until it is back)",
-                self.what,
-                redact(str(exc).strip() or type(exc).__name__),
-            )
-
-    def recovered(self) -> None:
-        """Record a success; logs once if an outage just ended."""
-        if self.down:
-            self.down = False
-            log.info("%s is back", self.what)
 
 
 class Listener:
     """Runs LISTEN on ``channels`` and calls ``on_notify(payload)`` for each notification and
-    ``on_connect()`` after each (re)connect."""
+    ``on_connect()`` after each (re)connect.
+
+    Attributes:
+        channels: the channels it listens on, without duplicates.
+        connected: set while the session is up.
+    """
 
     def __init__(
         self,
-        conninfo: str,
+        store: Store,
         channels: Sequence[str],
         on_notify: Callable[[str], None],
         on_connect: Callable[[], None],
@@ -61,15 +41,15 @@ class Listener:
         health_interval: float = 2.0,
         reconnect_delay: float = 0.5,
     ) -> None:
-        self._conninfo = conninfo
-        self._channels = list(dict.fromkeys(channels))
+        self.channels = tuple(dict.fromkeys(channels))
+        self.connected = asyncio.Event()
+        self._store = store
         self._on_notify = on_notify
         self._on_connect = on_connect
         self._application_name = application_name
         self._health = health_interval
         self._delay = reconnect_delay
-        self._outage = Outage(f"LISTEN connection ({', '.join(self._channels)})")
-        self.connected = asyncio.Event()
+        self._outage = Outage(f"LISTEN connection ({', '.join(self.channels)})")
 
     async def run(self) -> None:
         """Listen until cancelled, reconnecting with capped backoff."""
@@ -77,7 +57,7 @@ class Listener:
         while True:
             try:
                 await self._session()
-            except (psycopg.Error, OSError, TimeoutError) as exc:
+            except BackendError as exc:
                 self.connected.clear()
                 self._outage.failed(exc)
                 await asyncio.sleep(delay)
@@ -86,20 +66,16 @@ class Listener:
                 delay = self._delay
 
     async def _session(self) -> None:
-        conn = await psycopg.AsyncConnection.connect(
-            self._conninfo,
-            autocommit=True,
-            connect_timeout=5,
-            application_name=self._application_name,
+        session = self._store.session(
+            check_schema=False, connect_timeout=5, application_name=self._application_name
         )
-        async with conn:
-            for channel in self._channels:
-                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        async with session as store:
+            await store.listen(self.channels)
             self._outage.recovered()
             self.connected.set()
             self._on_connect()
             while True:
-                async for notify in conn.notifies(timeout=self._health):
-                    self._on_notify(notify.payload)
+                async for payload in store.notifications(self._health):
+                    self._on_notify(payload)
                 async with asyncio.timeout(self._health + 3):
-                    await conn.execute("SELECT 1")
+                    await store.ping()

@@ -1,47 +1,179 @@
-"""The backend's connection pool, and when a pooled connection is checked before use.
+"""The connections the store runs statements on: the backend's pool (``Pool``) or a session's
+one connection (``Lent``). Neither runs SQL of its own.
 
 Checking every checkout (``AsyncConnectionPool.check_connection``) costs one round trip per
-statement, doubling the round trips of the claim and settle paths. Instead a connection is
-checked only when it has sat idle for ``IDLE_CHECK_SECS`` (a firewall or a restart may have cut
-it meanwhile), and the whole pool is checked after any statement fails on a broken connection,
-so a retry never lands on a connection that a database restart already killed.
+statement, doubling the round trips of the claim and settle paths. Instead a pooled connection
+is checked only when it has sat idle for ``IDLE_CHECK_SECS`` (a firewall or a restart may have
+cut it meanwhile), and the whole pool is checked (``recheck``) after any statement fails on a
+broken connection, so a retry never lands on a connection that a database restart killed.
+
+Publishes one after another reuse one pooled connection kept out of the pool: a publish that
+finds it free skips the pool's checkout and return (a tenth of a single enqueue). A publish
+that fails on it hands it back to the pool, which checks it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import weakref
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["IDLE_CHECK_SECS", "make_pool"]
+__all__ = ["IDLE_CHECK_SECS", "Connection", "Connections", "Lent", "Pool"]
 
 IDLE_CHECK_SECS = 2.0
 """A pooled connection unused for longer than this (seconds) is checked before it is lent."""
 
-_last_used: weakref.WeakKeyDictionary[psycopg.AsyncConnection[object], float] = (
+Connection = psycopg.AsyncConnection[Any]
+
+_last_used: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], float] = (
     weakref.WeakKeyDictionary()
 )
 
 
-async def _check_if_idle(conn: psycopg.AsyncConnection[object]) -> None:
+async def _check_if_idle(conn: psycopg.AsyncConnection[Any]) -> None:
     if time.monotonic() - _last_used.get(conn, 0.0) > IDLE_CHECK_SECS:
         await AsyncConnectionPool.check_connection(conn)
 
 
-async def _mark_used(conn: psycopg.AsyncConnection[object]) -> None:
+async def _mark_used(conn: psycopg.AsyncConnection[Any]) -> None:
     _last_used[conn] = time.monotonic()
 
 
-def make_pool(conninfo: str, max_size: int, application_name: str) -> AsyncConnectionPool:
-    """An unopened autocommit pool of 1..``max_size`` connections named ``application_name``."""
-    return AsyncConnectionPool(
-        conninfo,
-        min_size=1,
-        max_size=max_size,
-        open=False,
-        kwargs={"autocommit": True, "application_name": application_name[:63]},
-        check=_check_if_idle,
-        reset=_mark_used,
-    )
+class Connections(Protocol):
+    """Where a store's statements run."""
+
+    def connection(self, timeout: float | None = None) -> AbstractAsyncContextManager[Connection]:
+        """A connection for one statement, waiting at most ``timeout`` seconds for it
+        (``None``: the pool's default)."""
+        ...
+
+    def publishing(self) -> AbstractAsyncContextManager[Connection]:
+        """A connection for one publish."""
+        ...
+
+    async def recheck(self) -> None:
+        """A statement failed on a broken connection: drop the others that are broken too."""
+        ...
+
+    async def open(self) -> None:
+        """Start lending connections."""
+        ...
+
+    async def close(self) -> None:
+        """Stop lending connections."""
+        ...
+
+
+class Lent:
+    """A session's one connection, lent to each statement and never closed by it."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def connection(self, timeout: float | None = None) -> Lent:
+        return self
+
+    def publishing(self) -> Lent:
+        return self
+
+    async def recheck(self) -> None:
+        return None
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None  # the session that opened the connection closes it
+
+    async def __aenter__(self) -> Connection:
+        return self.conn
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+
+class Pool:
+    """An autocommit pool of 1..``max_size`` connections named ``application_name``, opened by
+    ``open``, plus the connection kept for publishes."""
+
+    def __init__(self, conninfo: str, max_size: int, application_name: str) -> None:
+        self._pool = AsyncConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True, "application_name": application_name[:63]},
+            check=_check_if_idle,
+            reset=_mark_used,
+        )
+        self._kept: Connection | None = None
+        self._kept_busy = False
+
+    async def open(self) -> None:
+        """Open the pool without waiting for its first connection."""
+        await self._pool.open(wait=False)
+
+    async def close(self) -> None:
+        """Give the kept connection back and close the pool."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            await self._pool.putconn(kept)
+        await self._pool.close()
+
+    def connection(self, timeout: float | None = None) -> AbstractAsyncContextManager[Connection]:
+        return self._pool.connection(timeout=timeout)
+
+    def publishing(self) -> AbstractAsyncContextManager[Connection]:
+        """The kept connection when it is free, else a pooled one (after which a connection is
+        kept, if none is)."""
+        if self._kept is None or self._kept_busy:
+            return _Pooled(self)
+        self._kept_busy = True
+        return _Kept(self, self._kept)
+
+    async def recheck(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._pool.check()
+
+
+class _Kept:
+    """A loan of the kept connection; a statement failing on it sends it back to the pool."""
+
+    def __init__(self, pool: Pool, conn: Connection) -> None:
+        self._owner = pool
+        self._conn = conn
+
+    async def __aenter__(self) -> Connection:
+        return self._conn
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        owner = self._owner
+        owner._kept_busy = False
+        if exc_type is not None:  # maybe broken: back to the pool, which checks it
+            owner._kept = None
+            await owner._pool.putconn(self._conn)
+
+
+class _Pooled:
+    """A loan of a pooled connection, after which one connection is kept for publishes."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._owner = pool
+        self._loan = pool._pool.connection()
+
+    async def __aenter__(self) -> Connection:
+        return await self._loan.__aenter__()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        owner = self._owner
+        try:
+            if exc_info[0] is None and owner._kept is None and not owner._kept_busy:
+                with contextlib.suppress(Exception):
+                    owner._kept = await owner._pool.getconn(timeout=0.1)
+        finally:
+            await self._loan.__aexit__(*exc_info)

@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from queuey.backends.postgres._arrays import number_array, text_array
 from queuey.envelope import Envelope, Kind
 
-__all__ = ["TtlOf", "bulk_params", "single_params"]
+__all__ = ["SingleQuery", "TtlOf", "bulk_params", "single_params"]
 
 TtlOf = Callable[[Kind, str], float | None]
 """The message TTL of a (kind, queue), in seconds, or ``None``."""
 
+SingleQuery = Literal["publish_job", "publish_one"]
+"""The statements that insert one row."""
+
 
 def single_params(
     envelope: Envelope, delay: float, ttl_of: TtlOf, channel: str
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[SingleQuery, dict[str, Any]]:
     """The statement name for one envelope and its parameters.
 
     Args:

@@ -2,7 +2,8 @@
 ``sql/migrations/``, composed with the schema and table as quoted identifiers.
 
 Identifiers are validated (``[A-Za-z_][A-Za-z0-9_]*``, at most 63 bytes) and composed with
-``psycopg.sql.Identifier``; user input is never pasted into SQL text.
+``psycopg.sql.Identifier``; user input is never pasted into SQL text. Only ``_store.py`` runs
+these statements.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from psycopg import sql
 
 from queuey.errors import ConfigError
 
-__all__ = ["Migration", "Statements", "check_identifier", "migrations"]
+__all__ = ["Migration", "Statements", "check_identifier", "latest_version", "migrations"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _NAME_LINE = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _INDEXES = ("claim", "lease", "done", "expiry", "failed")
+_PER_CALL = frozenset({"listen"})  # composed with an identifier known only when run
 
 
 def check_identifier(value: str, what: str) -> str:
@@ -65,6 +67,11 @@ def migrations() -> tuple[Migration, ...]:
     return tuple(sorted(found, key=lambda m: m.version))
 
 
+def latest_version() -> int:
+    """The version of the newest migration: what a schema must be at for this queuey."""
+    return max(m.version for m in migrations())
+
+
 class Statements:
     """The statements of one (schema, table), composed once."""
 
@@ -72,17 +79,29 @@ class Statements:
         self.schema = check_identifier(schema, "schema")
         self.table = check_identifier(table, "table")
         self.names = {
+            "schema": sql.Identifier(self.schema),
             "table": sql.Identifier(self.schema, self.table),
             "migrations": sql.Identifier(self.schema, "queuey_migrations"),
         }
         for index in _INDEXES:
             self.names[f"{index}_index"] = sql.Identifier(f"{self.table}_{index}"[:63])
         self._queries = {
-            name: sql.SQL(body).format(**self.names) for name, body in _raw_queries().items()
+            name: sql.SQL(body).format(**self.names)
+            for name, body in _raw_queries().items()
+            if name not in _PER_CALL
         }
 
     def __getitem__(self, name: str) -> sql.Composed:
         return self._queries[name]
+
+    def listen(self, channel: str) -> sql.Composed:
+        """The ``listen`` statement for ``channel`` (validated identifier).
+
+        Raises:
+            ConfigError: ``channel`` is not a usable identifier.
+        """
+        identifier = sql.Identifier(check_identifier(channel, "channel"))
+        return sql.SQL(_raw_queries()["listen"]).format(channel=identifier)
 
     def migration(self, migration: Migration) -> sql.Composed:
         """A migration's text composed with this schema's names."""

@@ -67,7 +67,8 @@ SELECT pg_notify(%(channel)s, queue) FROM inserted;
 -- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
 -- a clean batch stops before it, so a poisoned job cannot drag innocent rows into its crashes.
 -- Rows come back with their position in claim order (UPDATE … RETURNING has no order of its
--- own) and with empty headers as NULL (nothing to decode).
+-- own) and with empty headers as NULL (nothing to decode). Columns are named for the row
+-- factory that decodes them (_rows.py), which finds each by name.
 WITH picked AS (
     SELECT id, redeliveries, priority, available_at, seq FROM {table}
     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
@@ -88,9 +89,9 @@ SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
     claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8)
 FROM ranked
 WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
-RETURNING m.id::text, m.job_type, m.attempts, m.deferrals, m.priority, m.payload,
-          nullif(m.headers::text, '{{}}'), m.published_by, m.enqueued_at_ms, ranked.position,
-          m.redeliveries;
+RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority, m.payload,
+          nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
+          ranked.position, m.redeliveries;
 
 -- name: release
 -- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
@@ -112,7 +113,7 @@ WITH acked AS (
       AND m.attempts = acked.attempts
     RETURNING m.id
 )
-SELECT acked.id::text FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
+SELECT acked.id::text AS id FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
 
 -- name: reschedule
 -- Retry or deferral, fenced: back to pending after %(delay)s seconds.
@@ -149,7 +150,7 @@ SET redeliveries = redeliveries + 1,
     processed_at = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s THEN now() END,
     claimed_by = NULL, lease_until = NULL
 WHERE status = 'running' AND lease_until < now()
-RETURNING id::text, status;
+RETURNING id::text AS id, status;
 
 -- name: expire
 -- Pending rows past their queue's message TTL are dead-lettered, never dropped.
@@ -166,20 +167,20 @@ WHERE id IN (SELECT id FROM {table}
 
 -- name: next_due
 -- Seconds until the next pending row of a queue becomes due (NULL when none).
-SELECT extract(epoch FROM min(available_at) - now())::float8
+SELECT extract(epoch FROM min(available_at) - now())::float8 AS due_in
 FROM {table}
 WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
   AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]));
 
 -- name: count_pending
 -- Rows of a queue due now.
-SELECT count(*) FROM {table}
+SELECT count(*) AS pending FROM {table}
 WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s AND available_at <= now();
 
 -- name: list_dead
 -- Failed rows of a queue, oldest first.
-SELECT id::text, job_type, attempts, deferrals, priority, payload, headers, published_by,
-       enqueued_at_ms, error
+SELECT id::text AS id, job_type, attempts, deferrals, priority, payload, headers, published_by,
+       enqueued_at_ms, coalesce(error, '') AS reason
 FROM {table}
 WHERE status = 'failed' AND kind = %(kind)s AND queue = %(queue)s
 ORDER BY processed_at, seq
@@ -191,7 +192,35 @@ DELETE FROM {table} WHERE kind = 'job' AND queue = ANY(%(queues)s::text[]);
 
 -- name: schema_version
 -- The highest migration applied.
-SELECT coalesce(max(version), 0) FROM {migrations};
+SELECT coalesce(max(version), 0) AS version FROM {migrations};
+
+-- name: migrate_lock
+-- Serialise migrations of one schema: a transaction-level advisory lock keyed by its name,
+-- released when the migrating transaction ends.
+SELECT pg_advisory_xact_lock(hashtext('queuey.migrate.' || %(schema)s));
+
+-- name: migrate_bookkeeping
+-- The schema and the table recording which migrations it has, when missing.
+CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE TABLE IF NOT EXISTS {migrations} (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: record_migration
+-- One migration applied (in the transaction that applied it).
+INSERT INTO {migrations} (version, name) VALUES (%(version)s, %(name)s);
+
+-- The LISTEN session (backends/postgres/_listen.py), on its own connection outside the pool.
+
+-- name: listen
+-- Receive the notifications of one channel; {channel} is composed per call as an identifier.
+LISTEN {channel};
+
+-- name: ping
+-- Health check of the LISTEN session.
+SELECT 1 AS alive;
 
 -- Operations
 -- The `queuey status` and `queuey failed ...` commands (backends/postgres/_admin.py). Retry and
@@ -209,12 +238,13 @@ WITH live AS (
     SELECT kind, queue, status, NULL FROM {table} WHERE status = 'failed'
 )
 SELECT kind, queue,
-       count(*) FILTER (WHERE status = 'pending' AND available_at <= now()),
-       count(*) FILTER (WHERE status = 'pending' AND available_at > now()),
-       count(*) FILTER (WHERE status = 'running'),
-       count(*) FILTER (WHERE status = 'failed'),
+       count(*) FILTER (WHERE status = 'pending' AND available_at <= now()) AS pending,
+       count(*) FILTER (WHERE status = 'pending' AND available_at > now()) AS scheduled,
+       count(*) FILTER (WHERE status = 'running') AS running,
+       count(*) FILTER (WHERE status = 'failed') AS failed,
        extract(epoch FROM now() - min(available_at) FILTER (WHERE status = 'pending'
                                                              AND available_at <= now()))::float8
+           AS oldest_pending_secs
 FROM live
 GROUP BY kind, queue
 ORDER BY kind, queue;
@@ -222,8 +252,8 @@ ORDER BY kind, queue;
 -- name: ops_failed
 -- Failed rows (of one queue when %(queue)s is not NULL), oldest failure first, with the first
 -- line of their error.
-SELECT id::text, kind, queue, job_type, attempts, processed_at,
-       split_part(coalesce(error, ''), E'\n', 1)
+SELECT id::text AS id, kind, queue, job_type, attempts, processed_at,
+       split_part(coalesce(error, ''), E'\n', 1) AS error
 FROM {table}
 WHERE status = 'failed' AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 ORDER BY processed_at, seq
@@ -231,8 +261,8 @@ LIMIT %(limit)s;
 
 -- name: ops_show
 -- One row by id, whatever its status (the caller says when it is not failed).
-SELECT id::text, kind, queue, job_type, status, priority, attempts, redeliveries, deferrals,
-       payload, headers, published_by, error, created_at, available_at, processed_at
+SELECT id::text AS id, kind, queue, job_type, status, priority, attempts, redeliveries,
+       deferrals, payload, headers, published_by, error, created_at, available_at, processed_at
 FROM {table}
 WHERE id = %(id)s::uuid;
 
@@ -252,7 +282,7 @@ WITH touched AS (
 ), counted AS (
     SELECT kind, queue, count(*)::int AS touched FROM touched GROUP BY kind, queue
 )
-SELECT counted.kind, counted.queue, counted.touched
+SELECT counted.kind, counted.queue, counted.touched AS count
 FROM counted, LATERAL pg_notify(%(channel)s, counted.queue)
 ORDER BY counted.kind, counted.queue;
 
@@ -266,4 +296,4 @@ WITH touched AS (
       AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
     RETURNING kind, queue
 )
-SELECT kind, queue, count(*)::int FROM touched GROUP BY kind, queue ORDER BY kind, queue;
+SELECT kind, queue, count(*)::int AS count FROM touched GROUP BY kind, queue ORDER BY kind, queue;

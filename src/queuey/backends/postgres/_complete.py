@@ -1,0 +1,118 @@
+"""Recording outcomes: the rows this process holds, and the fenced statements that settle them.
+
+Acks go through ``AckBatch`` (many per statement); a retry, deferral, dead letter or release is
+one fenced statement each. Every settle must land: a connection lost on the way is retried with
+backoff (0.2 s, doubling, 5 attempts) before the outcome is reported as not recorded, in which
+case the row is redelivered after its lease (at-least-once, never lost). A settle whose fence
+fails (another worker took the row after the lease expired) raises ``LostClaimError``.
+
+``held`` is what the heartbeat extends: a row is held from its claim until its settle is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TypeVar
+
+from queuey.backends.postgres._acks import AckBatch, lost_claim
+from queuey.backends.postgres._errors import DatabaseUnavailableError
+from queuey.backends.postgres._store import Store
+from queuey.errors import BackendError
+
+__all__ = ["SETTLE_ATTEMPTS", "Completer", "landed"]
+
+T = TypeVar("T")
+
+SETTLE_ATTEMPTS = 5
+"""Tries of a settle statement across lost connections."""
+
+
+async def landed(statement: Callable[[], Awaitable[T]]) -> T:
+    """Run ``statement`` until it lands, retrying lost connections with backoff.
+
+    Raises:
+        BackendError: the database stayed unreachable, or refused the statement.
+    """
+    for attempt in range(SETTLE_ATTEMPTS - 1):
+        try:
+            return await statement()
+        except DatabaseUnavailableError:
+            await asyncio.sleep(0.2 * 2**attempt)
+    return await statement()
+
+
+class Completer:
+    """Settles the rows one backend claimed, through its store. Every method raises
+    ``LostClaimError`` when the fence refused the outcome (the claim was lost), and
+    ``BackendError`` when the database stayed unreachable (the row is then redelivered after
+    its lease)."""
+
+    def __init__(self, store: Store) -> None:
+        self.held: set[str] = set()
+        self._store = store
+        self._acks = AckBatch(self._record_acks)
+
+    def hold(self, row_ids: Iterable[str]) -> None:
+        """Rows just claimed: keep their leases alive until they are settled."""
+        self.held.update(row_ids)
+
+    async def ack(self, row_id: str, attempts: int) -> None:
+        """Record the success of ``row_id``'s run ``attempts`` (batched with other acks)."""
+        try:
+            await self._acks.ack(row_id, attempts)
+        finally:
+            self.held.discard(row_id)
+
+    async def _record_acks(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
+        lost = await landed(lambda: self._store.ack(ids, attempts))
+        return {row_id for row_id in ids if row_id not in lost}
+
+    async def reschedule(
+        self,
+        row_id: str,
+        attempts: int,
+        *,
+        next_attempts: int,
+        deferrals: int,
+        priority: int,
+        delay: float,
+        ttl: float | None,
+        error: str | None,
+    ) -> None:
+        """Record a retry or deferral (``Store.reschedule``)."""
+        await self._settle(
+            row_id,
+            lambda: self._store.reschedule(
+                row_id,
+                attempts,
+                next_attempts=next_attempts,
+                deferrals=deferrals,
+                priority=priority,
+                delay=delay,
+                ttl=ttl,
+                error=error,
+            ),
+        )
+
+    async def dead_letter(self, row_id: str, attempts: int, reason: str) -> None:
+        """Record a dead letter with ``reason``."""
+        await self._settle(row_id, lambda: self._store.dead_letter(row_id, attempts, reason))
+
+    async def release(self, row_id: str, attempts: int) -> None:
+        """Hand the row back untouched (its run not counted)."""
+        await self._settle(row_id, lambda: self._store.release(row_id, attempts))
+
+    async def _settle(self, row_id: str, statement: Callable[[], Awaitable[bool]]) -> None:
+        try:
+            recorded = await landed(statement)
+        except BackendError as exc:
+            raise BackendError(f"could not record outcome of job {row_id}: {exc}") from None
+        finally:
+            self.held.discard(row_id)
+        if not recorded:
+            raise lost_claim(row_id)
+
+    async def close(self) -> None:
+        """Fail the acks still waiting (their rows are redelivered after the lease)."""
+        await self._acks.close()

@@ -1,0 +1,115 @@
+"""The backend's maintenance: the heartbeat that keeps this process's leases alive, and the
+sweep that reclaims expired leases, dead-letters expired messages and prunes old done rows.
+
+Both run in the background from the first consumer until the backend closes, on the store
+only. A failing statement is logged once per outage and tried again at the next beat or sweep.
+Any number of processes may sweep one table at once: every statement is one ``UPDATE`` or
+``DELETE`` whose ``WHERE`` makes a second sweeper find nothing left to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+from queuey.backends.postgres._outage import Outage
+from queuey.backends.postgres._store import Store
+
+__all__ = ["PRUNE_BATCH", "Maintenance", "MaintenanceOptions"]
+
+log = logging.getLogger("queuey.postgres")
+
+PRUNE_BATCH = 1000
+"""Done rows deleted by one ``prune`` statement, at most."""
+
+
+@dataclass(frozen=True)
+class MaintenanceOptions:
+    """How maintenance runs.
+
+    Attributes:
+        lease: how long a claim holds a row (seconds); the heartbeat beats every third of it.
+        poll_interval: seconds between sweeps (each sweep then wakes every consumer).
+        max_redeliveries: lost leases after which a row ends ``failed``.
+        retain: delete done rows older than this (seconds); ``None`` or 0 keeps them.
+    """
+
+    lease: float
+    poll_interval: float
+    max_redeliveries: int
+    retain: float | None
+
+
+class Maintenance:
+    """Heartbeat and sweeps over one store.
+
+    Args:
+        store: the store.
+        held: the rows this process holds (read at each beat).
+        options: intervals and limits.
+        outage: where failures are recorded (its recovery wakes the consumers).
+        wake_all: wakes every consumer (after a sweep; after a reclaim made rows due).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        held: Collection[str],
+        options: MaintenanceOptions,
+        outage: Outage,
+        wake_all: Callable[[], None],
+    ) -> None:
+        self._store = store
+        self._held = held
+        self.options = options
+        self._outage = outage
+        self._wake_all = wake_all
+
+    async def heartbeat(self) -> None:
+        """Extend the leases of the held rows every third of the lease, until cancelled."""
+        while True:
+            await asyncio.sleep(self.options.lease / 3)
+            if self._held:
+                await self._outage.attempt(self._store.extend(list(self._held)))
+
+    async def sweeps(self) -> None:
+        """Sweep, wait ``poll_interval``, wake every consumer (the poll); until cancelled."""
+        while True:
+            await self.sweep()
+            await asyncio.sleep(self.options.poll_interval)
+            self._wake_all()
+
+    async def sweep(self) -> None:
+        """Reclaim expired leases, dead-letter expired messages, prune done rows."""
+        await self.reclaim()
+        await self._outage.attempt(self._store.expire())
+        if self.options.retain:
+            await self.prune()
+
+    async def reclaim(self) -> int:
+        """Rows whose lease expired back to pending (or failed after ``max_redeliveries``);
+        wakes the consumers when there were any. Returns how many."""
+        reclaimed = await self._outage.attempt(self._store.reclaim(self.options.max_redeliveries))
+        if not reclaimed:
+            return 0
+        failed = sum(1 for row in reclaimed if row.status == "failed")
+        log.warning(
+            "reclaimed %d row(s) whose worker was lost (%d now failed)", len(reclaimed), failed
+        )
+        self._wake_all()
+        return len(reclaimed)
+
+    async def prune(self) -> int:
+        """Delete done rows older than ``retain`` in batches of ``PRUNE_BATCH``; returns the
+        count (what was deleted before a failure, if one stops it)."""
+        total = 0
+        while self.options.retain:
+            deleted = await self._outage.attempt(
+                self._store.prune(self.options.retain, PRUNE_BATCH)
+            )
+            total += deleted or 0
+            if not deleted or deleted < PRUNE_BATCH:
+                break
+        return total

@@ -1,0 +1,262 @@
+"""The rows the store returns, as frozen dataclasses, and the row factories that decode them.
+
+Every row is decoded by column name: the statements in ``sql/queries.sql`` name their columns
+after these fields. ``class_row`` (psycopg) builds the rows read now and then; the claim, read
+for every job, has its own factory (``claim_rows``) that finds its columns by name once per
+result and then builds each row's ``Envelope`` directly, with the same validation as
+``Envelope(...)`` and no intermediate object.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import AsyncRowFactory, RowMaker, no_result
+
+from queuey.envelope import Envelope, Kind
+from queuey.queues import QueueConfig
+
+__all__ = [
+    "Claim",
+    "DeadRow",
+    "FailedRow",
+    "QueueStatus",
+    "Reclaimed",
+    "RowDetail",
+    "Touched",
+    "claim_rows",
+]
+
+PUBLISHED_BY = "published_by"
+"""The envelope header carrying a topic message's publisher (its own column in the table)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One row a claim took: the envelope it carries and its place in claim order."""
+
+    envelope: Envelope
+    position: int
+
+    @property
+    def row_id(self) -> str:
+        """The row's id (the job's id)."""
+        return self.envelope.job_id
+
+    @property
+    def suspect(self) -> bool:
+        """The row already lost a lease: it may kill its worker (it is claimed alone)."""
+        return self.envelope.redeliveries > 0
+
+
+@dataclass(frozen=True, slots=True)
+class Reclaimed:
+    """A row whose lease expired: back to ``pending``, or ``failed`` after too many."""
+
+    id: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeadRow:
+    """A failed row of one queue, with the reason it failed ("" when none)."""
+
+    id: str
+    job_type: str
+    attempts: int
+    deferrals: int
+    priority: int
+    payload: Any
+    headers: dict[str, str]
+    published_by: str
+    enqueued_at_ms: int
+    reason: str
+
+    def envelope(self, kind: Kind, queue: str) -> Envelope:
+        """The envelope the row holds (``queue`` of ``kind``)."""
+        headers = dict(self.headers)
+        if self.published_by:
+            headers[PUBLISHED_BY] = self.published_by
+        return Envelope(
+            job_id=self.id,
+            job_type=self.job_type,
+            queue=queue,
+            attempt=max(self.attempts, 1),
+            enqueued_at_ms=self.enqueued_at_ms,
+            deferrals=self.deferrals,
+            priority=self.priority,
+            payload=self.payload,
+            headers=headers,
+            kind=kind,
+        )
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    """The live rows of one queue (queues holding only done rows are not listed).
+
+    Attributes:
+        kind: ``"job"`` or ``"topic"``.
+        queue: the queue (or topic) name.
+        pending: rows due now, waiting for a worker.
+        scheduled: pending rows not yet due (delayed, or waiting for a retry).
+        running: rows a worker holds.
+        failed: rows that failed for good and wait for a person.
+        oldest_pending_secs: how long the oldest due row has waited since it became due
+            (seconds, database clock); ``None`` when nothing is due.
+    """
+
+    kind: Kind
+    queue: str
+    pending: int
+    scheduled: int
+    running: int
+    failed: int
+    oldest_pending_secs: float | None
+
+
+@dataclass(frozen=True)
+class FailedRow:
+    """One failed row, summarised.
+
+    Attributes:
+        id: the row's (job's) id, a UUID string.
+        kind: ``"job"`` or ``"topic"``.
+        queue: the queue (or topic) name.
+        job_type: the job's name (or the topic's subscriber).
+        attempts: runs started.
+        processed_at: when it failed (aware datetime; ``None`` if never recorded).
+        error: the first line of its last error ("" when none).
+    """
+
+    id: str
+    kind: Kind
+    queue: str
+    job_type: str
+    attempts: int
+    processed_at: datetime | None
+    error: str
+
+
+@dataclass(frozen=True)
+class RowDetail:
+    """Everything an operator needs to judge one row.
+
+    Attributes:
+        id, kind, queue, job_type: as in ``FailedRow``.
+        status: ``pending``, ``running``, ``done`` or ``failed``.
+        priority: the row's priority.
+        attempts: runs started.
+        redeliveries: leases that expired while it ran (a lost worker).
+        deferrals: times the handler deferred it.
+        payload: the job's fields (decoded JSON).
+        headers: the envelope's headers (decoded JSON).
+        published_by: who published a topic message ("" when unknown).
+        error: the last error in full (``None`` when none).
+        created_at, available_at, processed_at: aware datetimes (``processed_at`` may be
+            ``None``).
+    """
+
+    id: str
+    kind: Kind
+    queue: str
+    job_type: str
+    status: str
+    priority: int
+    attempts: int
+    redeliveries: int
+    deferrals: int
+    payload: Any
+    headers: dict[str, Any]
+    published_by: str
+    error: str | None
+    created_at: datetime
+    available_at: datetime
+    processed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Touched:
+    """How many failed rows of one queue a retry or discard acted on."""
+
+    kind: Kind
+    queue: str
+    count: int
+
+
+_CLAIM_COLUMNS = (
+    "id",
+    "job_type",
+    "attempts",
+    "deferrals",
+    "priority",
+    "payload",
+    "headers",
+    "published_by",
+    "enqueued_at_ms",
+    "position",
+    "redeliveries",
+)
+
+
+def _columns(cursor: psycopg.AsyncCursor[Any], wanted: Sequence[str]) -> list[int] | None:
+    """Where each of ``wanted`` is in the cursor's result; ``None`` when it has no result.
+
+    Raises:
+        psycopg.ProgrammingError: a wanted column is missing (the statement and the code
+            disagree).
+    """
+    if cursor.description is None:
+        return None
+    index = {column.name: i for i, column in enumerate(cursor.description)}
+    missing = [name for name in wanted if name not in index]
+    if missing:
+        raise psycopg.ProgrammingError(f"the result lacks the column(s) {', '.join(missing)}")
+    return [index[name] for name in wanted]
+
+
+def claim_rows(config: QueueConfig) -> AsyncRowFactory[Claim]:
+    """The row factory of the ``claim`` statement for ``config``'s queue: each row becomes a
+    ``Claim`` whose envelope names the queue and its kind."""
+    queue, kind = config.name, config.kind
+    validate = Envelope.__pydantic_validator__.validate_python  # as Envelope(...) does
+    loads = json.loads
+
+    def factory(cursor: psycopg.AsyncCursor[Any]) -> RowMaker[Claim]:
+        at = _columns(cursor, _CLAIM_COLUMNS)
+        if at is None:
+            return no_result
+        i_id, i_type, i_attempts, i_deferrals, i_priority, i_payload = at[:6]
+        i_headers, i_by, i_ms, i_position, i_redeliveries = at[6:]
+
+        def make(values: Sequence[Any]) -> Claim:
+            raw = values[i_headers]  # json text, NULL when empty
+            headers = loads(raw) if raw else {}
+            if published_by := values[i_by]:
+                headers[PUBLISHED_BY] = published_by
+            attempts = values[i_attempts]
+            envelope = validate(
+                {
+                    "job_id": values[i_id],
+                    "job_type": values[i_type],
+                    "queue": queue,
+                    "attempt": attempts if attempts > 1 else 1,
+                    "enqueued_at_ms": values[i_ms],
+                    "deferrals": values[i_deferrals],
+                    "priority": values[i_priority],
+                    "payload": values[i_payload],
+                    "headers": headers,
+                    "kind": kind,
+                    "redeliveries": values[i_redeliveries],
+                }
+            )
+            return Claim(envelope, values[i_position])
+
+        return make
+
+    return factory

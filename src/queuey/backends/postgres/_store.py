@@ -1,0 +1,409 @@
+"""The store: every statement the PostgreSQL backend runs, one typed method per named query of
+``sql/queries.sql``, rows returned as the frozen dataclasses of ``_rows.py``, and one error
+policy for all of them (``_errors.database_errors``).
+
+A store runs its statements on the backend's pool (``_pool.Pool``), or, inside ``session()``,
+on one dedicated connection (the start-up schema check, migrations, the LISTEN session,
+operations commands). It retries nothing and logs nothing: a failure is a ``BackendError``,
+after which a pooled store checks its idle connections (a restart kills them all), so the
+caller's next statement gets a live one. Callers decide what a failure means: consumers and
+maintenance log it once per outage and try again later, settles retry it, publishes and
+inspections raise it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
+from operator import attrgetter
+from typing import Any, Literal, TypeVar
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import AsyncRowFactory, class_row, scalar_row, tuple_row
+
+from queuey.backends.postgres._arrays import number_array, text_array
+from queuey.backends.postgres._errors import (
+    DatabaseUnavailableError,
+    UndefinedTableError,
+    database_errors,
+)
+from queuey.backends.postgres._pool import Connection, Connections, Lent
+from queuey.backends.postgres._rows import (
+    Claim,
+    DeadRow,
+    FailedRow,
+    QueueStatus,
+    Reclaimed,
+    RowDetail,
+    Touched,
+    claim_rows,
+)
+from queuey.backends.postgres._sql import Migration, Statements, latest_version
+from queuey.envelope import Kind
+from queuey.errors import SchemaError
+from queuey.queues import QueueConfig
+from queuey.secrets import remember
+
+__all__ = ["BACKGROUND_TIMEOUT", "Params", "PublishQuery", "Store"]
+
+R = TypeVar("R")
+Params = dict[str, Any]
+PublishQuery = Literal["publish", "publish_one", "publish_job"]
+"""The three statements that insert rows (``_publish.py`` says which fits)."""
+
+BACKGROUND_TIMEOUT = 5.0
+"""How long the statements of consumers, settles and maintenance wait for a pooled connection
+(seconds); publishes and inspections wait as long as the pool's default."""
+
+_IN_CLAIM_ORDER = attrgetter("position")
+
+
+class Store:
+    """The statements of one queuey table.
+
+    Args:
+        statements: the table's composed statements.
+        conninfo: a libpq URL or key=value string (its password is remembered for redaction).
+        connections: where statements run (the backend's ``Pool``, a session's ``Lent``);
+            ``None`` for a store used only through ``session()``.
+        owner: this process's identity, with ``attempts`` the fencing token of its claims.
+        lease: how long a claim or a heartbeat holds a row (seconds).
+    """
+
+    def __init__(
+        self,
+        statements: Statements,
+        conninfo: str,
+        connections: Connections | None = None,
+        *,
+        owner: str = "",
+        lease: float = 0.0,
+    ) -> None:
+        self.statements = statements
+        self.owner = owner
+        self.lease = lease
+        self._conninfo = conninfo
+        remember(conninfo)
+        self._connections = connections
+
+    # -- running statements --------------------------------------------------------------------
+
+    def _where(self) -> Connections:
+        if self._connections is None:
+            raise RuntimeError("this store runs statements only inside session()")
+        return self._connections
+
+    async def _run(
+        self,
+        statement: sql.Composed,
+        params: Params | None,
+        rows: AsyncRowFactory[R],
+        timeout: float | None = None,
+    ) -> tuple[list[R], int]:
+        """Run one statement; returns its rows (none without a result) and its row count.
+
+        Raises:
+            BackendError: as ``database_errors`` maps it.
+        """
+        try:
+            with database_errors():
+                async with self._where().connection(timeout) as conn:
+                    cursor = conn.cursor(row_factory=rows)
+                    await cursor.execute(statement, params)
+                    found = await cursor.fetchall() if cursor.description is not None else []
+                    return found, cursor.rowcount
+        except DatabaseUnavailableError:
+            await self._where().recheck()
+            raise
+
+    async def _fetch(
+        self,
+        name: str,
+        params: Params | None,
+        rows: AsyncRowFactory[R],
+        timeout: float | None = None,
+    ) -> list[R]:
+        """The rows of the named statement."""
+        found, _ = await self._run(self.statements[name], params, rows, timeout)
+        return found
+
+    async def _count(self, name: str, params: Params | None, timeout: float | None = None) -> int:
+        """The row count of the named statement."""
+        _, count = await self._run(self.statements[name], params, tuple_row, timeout)
+        return count
+
+    @asynccontextmanager
+    async def session(
+        self,
+        *,
+        check_schema: bool = True,
+        transaction: bool = False,
+        connect_timeout: int | None = 10,
+        application_name: str | None = None,
+    ) -> AsyncIterator[Store]:
+        """A store bound to one new connection (autocommit), closed on exit.
+
+        Args:
+            check_schema: first refuse a schema older than this queuey needs.
+            transaction: run everything in one transaction (committed on a clean exit).
+            connect_timeout: give up connecting after this many seconds (``None``: libpq's).
+            application_name: the name the session shows in ``pg_stat_activity``.
+
+        Raises:
+            BackendError: the connection failed, or a statement did (also the body's).
+            SchemaError: the schema is missing or behind.
+        """
+        options: dict[str, Any] = {"autocommit": True}
+        if connect_timeout is not None:
+            options["connect_timeout"] = connect_timeout
+        if application_name is not None:
+            options["application_name"] = application_name[:63]
+        with database_errors():
+            async with await psycopg.AsyncConnection.connect(self._conninfo, **options) as conn:
+                bound = Store(
+                    self.statements, self._conninfo, Lent(conn), owner=self.owner, lease=self.lease
+                )
+                if check_schema:
+                    await bound.check_schema()
+                if not transaction:
+                    yield bound
+                    return
+                async with conn.transaction():
+                    yield bound
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Check the schema on a connection of its own, then open the pool (without waiting
+        for its connections).
+
+        Raises:
+            BackendError: the database cannot be reached.
+            SchemaError: the schema is missing or behind.
+        """
+        async with self.session():
+            pass
+        with database_errors():
+            await self._where().open()
+
+    async def close(self) -> None:
+        """Close the pool (a session closes with its block)."""
+        if self._connections is not None:
+            await self._connections.close()
+
+    # -- publish (publish, publish_one, publish_job) -------------------------------------------
+
+    async def publish(
+        self, query: PublishQuery, params: Params, connection: Connection | None = None
+    ) -> None:
+        """Insert rows and notify their queues with ``query``, all or nothing: on
+        ``connection`` (the caller's transaction) or on a connection of the store.
+
+        Raises:
+            BackendError: nothing was written.
+        """
+        statement = self.statements[query]
+        try:
+            with database_errors():
+                if connection is not None:
+                    await connection.execute(statement, params)
+                    return
+                async with self._where().publishing() as conn:
+                    await conn.execute(statement, params)
+        except DatabaseUnavailableError:
+            await self._where().recheck()
+            raise
+
+    # -- claim and settle ----------------------------------------------------------------------
+
+    async def claim(self, config: QueueConfig, limit: int) -> list[Claim]:
+        """``claim``: take up to ``limit`` due rows of ``config``'s queue (of its job types) for
+        ``lease`` seconds; returned in claim order (priority, due time, insertion)."""
+        params = {
+            "kind": config.kind,
+            "queue": config.name,
+            "limit": limit,
+            "owner": self.owner,
+            "lease": self.lease,
+            "job_types": _job_types(config),
+        }
+        claims = await self._fetch("claim", params, claim_rows(config), BACKGROUND_TIMEOUT)
+        claims.sort(key=_IN_CLAIM_ORDER)
+        return claims
+
+    async def next_due(self, config: QueueConfig) -> float | None:
+        """``next_due``: seconds until the next pending row of ``config``'s queue is due (0 when
+        one is due now), ``None`` when there is none."""
+        params = {"kind": config.kind, "queue": config.name, "job_types": _job_types(config)}
+        (due,) = await self._fetch("next_due", params, scalar_row, BACKGROUND_TIMEOUT)
+        return None if due is None else max(0.0, float(due))
+
+    async def ack(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
+        """``ack``: record the success of each run (``ids[i]``, ``attempts[i]``) this owner
+        holds; returns the ids NOT recorded (their claim was lost)."""
+        params = {"ids": text_array(ids), "attempts": number_array(attempts), "owner": self.owner}
+        return set(await self._fetch("ack", params, scalar_row, BACKGROUND_TIMEOUT))
+
+    async def release(self, row_id: str, attempts: int) -> bool:
+        """``release``: hand run ``attempts`` of ``row_id`` back, due now, the run not counted.
+        Like every fenced settle, ``False`` when this owner no longer holds that run."""
+        return await self._fenced("release", row_id, attempts, {})
+
+    async def reschedule(
+        self,
+        row_id: str,
+        attempts: int,
+        *,
+        next_attempts: int,
+        deferrals: int,
+        priority: int,
+        delay: float,
+        ttl: float | None,
+        error: str | None,
+    ) -> bool:
+        """``reschedule`` (a retry or deferral): pending again after ``delay`` seconds with these
+        counts, expiring ``ttl`` seconds after that, ``error`` kept unless ``None``."""
+        changes = {
+            "next_attempts": next_attempts,
+            "deferrals": deferrals,
+            "priority": priority,
+            "delay": delay,
+            "ttl": ttl,
+            "error": error,
+        }
+        return await self._fenced("reschedule", row_id, attempts, changes)
+
+    async def dead_letter(self, row_id: str, attempts: int, reason: str) -> bool:
+        """``dead_letter``: failed for good with ``reason``."""
+        return await self._fenced("dead_letter", row_id, attempts, {"reason": reason})
+
+    async def _fenced(self, name: str, row_id: str, attempts: int, params: Params) -> bool:
+        fence = {"id": row_id, "owner": self.owner, "attempts": attempts}
+        return await self._count(name, {**fence, **params}, BACKGROUND_TIMEOUT) > 0
+
+    # -- maintenance ---------------------------------------------------------------------------
+
+    async def extend(self, ids: Collection[str]) -> None:
+        """``extend``: push the lease of the rows of ``ids`` this owner still runs."""
+        params = {"ids": list(ids), "owner": self.owner, "lease": self.lease}
+        await self._count("extend", params, BACKGROUND_TIMEOUT)
+
+    async def reclaim(self, max_redeliveries: int) -> list[Reclaimed]:
+        """``reclaim``: rows whose lease expired back to pending (failed once they lost
+        ``max_redeliveries`` leases)."""
+        params = {"max_redeliveries": max_redeliveries}
+        return await self._fetch("reclaim", params, class_row(Reclaimed), BACKGROUND_TIMEOUT)
+
+    async def expire(self) -> int:
+        """``expire``: dead-letter pending rows past their message TTL; returns the count."""
+        return await self._count("expire", {}, BACKGROUND_TIMEOUT)
+
+    async def prune(self, retain: float, limit: int) -> int:
+        """``prune``: delete up to ``limit`` done rows older than ``retain`` seconds."""
+        return await self._count("prune", {"retain": retain, "limit": limit}, BACKGROUND_TIMEOUT)
+
+    # -- inspection ----------------------------------------------------------------------------
+
+    async def count_pending(self, kind: Kind, queue: str) -> int:
+        """``count_pending``: rows of ``queue`` due now and not claimed."""
+        params = {"kind": kind, "queue": queue}
+        (pending,) = await self._fetch("count_pending", params, scalar_row)
+        return int(pending)
+
+    async def list_dead(self, kind: Kind, queue: str, limit: int) -> list[DeadRow]:
+        """``list_dead``: up to ``limit`` failed rows of ``queue``, oldest failure first."""
+        params = {"kind": kind, "queue": queue, "limit": limit}
+        return await self._fetch("list_dead", params, class_row(DeadRow))
+
+    async def purge(self, queues: Sequence[str]) -> int:
+        """``purge``: delete every row of the typed ``queues``; returns the count."""
+        return await self._count("purge", {"queues": list(queues)})
+
+    # -- schema and migrations (sessions) ------------------------------------------------------
+
+    async def schema_version(self) -> int:
+        """``schema_version``: the newest migration applied; 0 when there is none yet."""
+        try:
+            (version,) = await self._fetch("schema_version", None, scalar_row)
+        except UndefinedTableError:
+            return 0
+        return int(version)
+
+    async def check_schema(self) -> None:
+        """Refuse a schema older than this queuey needs.
+
+        Raises:
+            SchemaError: the schema is missing or behind; the message says to migrate it.
+        """
+        version, needed = await self.schema_version(), latest_version()
+        if version < needed:
+            schema = self.statements.schema
+            raise SchemaError(
+                f"schema {schema!r} is at version {version}, this queuey needs {needed}: "
+                f"run `queuey db migrate --schema {schema}`"
+            )
+
+    async def lock_migrations(self) -> None:
+        """``migrate_lock``: hold the schema's migration lock until the transaction ends."""
+        await self._count("migrate_lock", {"schema": self.statements.schema})
+
+    async def create_bookkeeping(self) -> None:
+        """``migrate_bookkeeping``: the schema and its migrations table, when missing."""
+        await self._count("migrate_bookkeeping", None)
+
+    async def apply_migration(self, migration: Migration) -> None:
+        """Run ``migration`` (its own ``.sql`` file), then ``record_migration``."""
+        await self._run(self.statements.migration(migration), None, tuple_row)
+        params = {"version": migration.version, "name": migration.name}
+        await self._count("record_migration", params)
+
+    # -- the LISTEN session --------------------------------------------------------------------
+
+    async def listen(self, channels: Sequence[str]) -> None:
+        """``listen`` on each of ``channels``."""
+        for channel in channels:
+            await self._run(self.statements.listen(channel), None, tuple_row)
+
+    async def notifications(self, timeout: float) -> AsyncIterator[str]:
+        """The payloads of the notifications the session receives within ``timeout`` seconds
+        (a session's; its ``database_errors`` maps a failure)."""
+        if not isinstance(self._connections, Lent):
+            raise RuntimeError("only a session has a connection of its own")
+        async for notify in self._connections.conn.notifies(timeout=timeout):
+            yield notify.payload
+
+    async def ping(self) -> None:
+        """``ping``: one round trip."""
+        await self._count("ping", None)
+
+    # -- operations (sessions) -----------------------------------------------------------------
+
+    async def ops_status(self) -> list[QueueStatus]:
+        """``ops_status``: counts of live rows per (kind, queue)."""
+        return await self._fetch("ops_status", {}, class_row(QueueStatus))
+
+    async def ops_failed(self, queue: str | None, limit: int | None) -> list[FailedRow]:
+        """``ops_failed``: failed rows (of ``queue``), oldest failure first, at most ``limit``."""
+        return await self._fetch(
+            "ops_failed", {"queue": queue, "limit": limit}, class_row(FailedRow)
+        )
+
+    async def ops_show(self, row_id: str) -> RowDetail | None:
+        """``ops_show``: one row by id, whatever its status."""
+        rows = await self._fetch("ops_show", {"id": row_id}, class_row(RowDetail))
+        return rows[0] if rows else None
+
+    async def ops_retry(self, row_id: str | None, queue: str | None, channel: str) -> list[Touched]:
+        """``ops_retry``: failed rows (this one, of this queue) pending again, due now; one
+        notification on ``channel`` per queue."""
+        params = {"id": row_id, "queue": queue, "channel": channel}
+        return await self._fetch("ops_retry", params, class_row(Touched))
+
+    async def ops_discard(self, row_id: str | None, queue: str | None) -> list[Touched]:
+        """``ops_discard``: delete failed rows (this one, of this queue)."""
+        return await self._fetch("ops_discard", {"id": row_id, "queue": queue}, class_row(Touched))
+
+
+def _job_types(config: QueueConfig) -> list[str] | None:
+    return None if config.job_types is None else list(config.job_types)

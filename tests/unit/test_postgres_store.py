@@ -1,0 +1,177 @@
+"""The PostgreSQL store's pieces that need no database: rows decoded by column name, the one
+error policy, storable texts, the waker, outages, and option validation."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import pytest
+
+from queuey._outcome import clean_text
+from queuey.backends.postgres import PostgresBackend
+from queuey.backends.postgres._consumer import storable
+from queuey.backends.postgres._errors import (
+    DatabaseUnavailableError,
+    UndefinedTableError,
+    translate,
+)
+from queuey.backends.postgres._outage import Outage
+from queuey.backends.postgres._rows import Claim, DeadRow, claim_rows
+from queuey.backends.postgres._wake import Waker
+from queuey.errors import BackendError, ConfigError
+from queuey.queues import QueueConfig
+from queuey.secrets import remember
+
+
+@dataclass
+class Column:
+    name: str
+
+
+class FakeCursor:
+    """What a row factory reads of a cursor: the result's column names."""
+
+    def __init__(self, names: Sequence[str] | None) -> None:
+        self.description = None if names is None else [Column(n) for n in names]
+
+
+CLAIM = {
+    "id": "00000000-0000-4000-8000-000000000001",
+    "job_type": "shop.Send",
+    "attempts": 0,
+    "deferrals": 2,
+    "priority": 7,
+    "payload": {"to": "a@b.c"},
+    "headers": '{"traceparent": "00-x"}',
+    "published_by": "user-1",
+    "enqueued_at_ms": 1_700_000_000_000,
+    "position": 3,
+    "redeliveries": 1,
+}
+
+
+def claim(names: Sequence[str], config: QueueConfig) -> Claim:
+    make = claim_rows(config)(FakeCursor(names))  # type: ignore[arg-type]
+    return make([CLAIM[name] for name in names])
+
+
+@pytest.mark.parametrize("order", [list(CLAIM), sorted(CLAIM), list(reversed(CLAIM))])
+def test_a_claimed_row_is_decoded_by_column_name(order: list[str]) -> None:
+    row = claim(order, QueueConfig("shop.emails", kind="topic"))
+    envelope = row.envelope
+    assert (row.position, row.row_id, row.suspect) == (3, CLAIM["id"], True)
+    assert (envelope.queue, envelope.kind, envelope.job_type) == (
+        "shop.emails",
+        "topic",
+        "shop.Send",
+    )
+    assert (envelope.attempt, envelope.deferrals, envelope.priority) == (1, 2, 7)
+    assert envelope.headers == {"traceparent": "00-x", "published_by": "user-1"}
+    assert (envelope.payload, envelope.redeliveries) == ({"to": "a@b.c"}, 1)
+
+
+def test_a_claim_result_lacking_a_column_is_refused_by_name() -> None:
+    factory = claim_rows(QueueConfig("q"))
+    with pytest.raises(psycopg.ProgrammingError, match="position"):
+        factory(FakeCursor([n for n in CLAIM if n != "position"]))  # type: ignore[arg-type]
+    with pytest.raises(psycopg.InterfaceError):
+        factory(FakeCursor(None))([])  # type: ignore[arg-type]
+
+
+def test_a_dead_row_gives_back_its_envelope() -> None:
+    row = DeadRow(
+        id=str(CLAIM["id"]),
+        job_type="shop.Send",
+        attempts=3,
+        deferrals=0,
+        priority=0,
+        payload={},
+        headers={"a": "b"},
+        published_by="",
+        enqueued_at_ms=5,
+        reason="boom",
+    )
+    envelope = row.envelope("job", "shop.emails")
+    assert (envelope.attempt, envelope.headers, envelope.queue) == (3, {"a": "b"}, "shop.emails")
+
+
+def test_driver_errors_become_backend_errors_without_the_password() -> None:
+    remember("postgresql://u:pw-s3cret@h/db")
+    lost = translate(psycopg.OperationalError("server closed: pw-s3cret"))
+    assert isinstance(lost, DatabaseUnavailableError)
+    assert str(lost) == "PostgreSQL: server closed: ***"
+    unreachable = translate(ConnectionRefusedError("refused"))
+    assert isinstance(unreachable, DatabaseUnavailableError)
+    assert str(unreachable) == "PostgreSQL unreachable: refused"
+    assert str(translate(TimeoutError())) == "PostgreSQL unreachable: TimeoutError"
+    assert isinstance(translate(psycopg.errors.UndefinedTable("nope")), UndefinedTableError)
+    refused = translate(psycopg.errors.SyntaxError("bad"))
+    assert type(refused) is BackendError and str(refused) == "PostgreSQL: bad"
+
+
+@pytest.mark.parametrize(
+    "text", ["plain", "nul \x00 inside", "lone \ud800 surrogate", "é" * 3000, "x" * 4001, ""]
+)
+def test_stored_texts_follow_the_engine_rule(text: str) -> None:
+    assert storable(text) == clean_text(text)
+
+
+class Poked:
+    def __init__(self) -> None:
+        self.pokes = 0
+
+    def poke(self) -> None:
+        self.pokes += 1
+
+
+def test_a_notification_wakes_only_the_consumers_of_its_queue() -> None:
+    waker = Waker()
+    first, second, other = Poked(), Poked(), Poked()
+    waker.add("q", first)
+    waker.add("q", second)
+    waker.add("other", other)
+    waker.notified("q")
+    waker.notified("unknown")
+    waker.remove("q", second)
+    waker.remove("q", second)
+    waker.notified("q")
+    assert (first.pokes, second.pokes, other.pokes) == (2, 1, 0)
+    waker.wake_all()
+    assert (first.pokes, second.pokes, other.pokes) == (3, 1, 1)
+
+
+async def test_an_outage_is_logged_once_and_its_end_wakes(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="queuey.postgres")
+    woken: list[bool] = []
+    outage = Outage("PostgreSQL", lambda: woken.append(True))
+
+    async def failing() -> int:
+        raise DatabaseUnavailableError("PostgreSQL unreachable: refused")
+
+    async def working() -> int:
+        return 7
+
+    assert [await outage.attempt(failing()) for _ in range(3)] == [None, None, None]
+    assert await outage.attempt(working()) == 7
+    assert await outage.attempt(working()) == 7
+    assert woken == [True]
+    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_redeliveries": 0}, "max_redeliveries must be a whole number >= 1, got 0"),
+        ({"pool_size": True}, "pool_size must be a whole number >= 1, got True"),
+        ({"poll_only": "yes"}, "poll_only must be true or false, got 'yes'"),
+        ({"lease": 0}, "lease: a duration must be greater than zero"),
+        ({"channel": "no-dash"}, "channel: 'no-dash' is not a usable identifier"),
+    ],
+)
+async def test_backend_options_are_checked_by_name(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        PostgresBackend("postgresql://localhost/none", **options)
