@@ -18,10 +18,10 @@ import pytest
 
 from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres._consumer import PgConsumer
+from queuey.cli._topics import connect_backend
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
 from queuey.topics import QueuesConfig
-from queuey.topics.connection import connect_backend
 from queuey.topics.publisher import TopicPublisher
 from queuey.topics.subscriber import topic_queue
 from tests.conftest import unique
@@ -114,7 +114,7 @@ async def test_apps_sharing_a_schema_are_woken_only_by_their_own_publishes(
     assert backends["shop"].listener is not None
     assert backends["shop"].listener.channels == (own_app.channel(),)
     assert typed.listener is not None
-    assert typed.listener.channels == (f"{pg_schema}_queue",)
+    assert typed.listener.channels == (f"{pg_schema}_jobs",)
     for name, count in expected.items():  # each publish reached the consumer it woke
         deliveries = [await consumers[name].next() for _ in range(count)]
         assert all(d is not None and d.envelope.queue == topic for d in deliveries)
@@ -122,3 +122,14 @@ async def test_apps_sharing_a_schema_are_woken_only_by_their_own_publishes(
         for delivery in deliveries:
             assert delivery is not None
             await delivery.ack()
+
+
+def test_typed_jobs_never_share_a_channel_with_a_default_prefix_topic_app() -> None:
+    """With the default schema and the default prefix, typed-job publishes must not wake the
+    topic app (seed 000: apps sharing a database don't wake each other for nothing)."""
+    from queuey.backends.postgres import PostgresBackend
+    from queuey.topics.config import QueuesConfig
+
+    typed = PostgresBackend("postgresql://localhost/x")
+    assert typed.channel == "queuey_jobs"
+    assert typed.channel != QueuesConfig().channel()

@@ -30,7 +30,7 @@ def test_queuey_run_builds_a_backend_with_the_apps_max_redeliveries(
         built.append(backend)
         return backend
 
-    async def return_at_once(start: Any, stop: Any) -> None:
+    async def return_at_once(start: Any, stop: Any, ready: Any = None) -> None:
         return None
 
     monkeypatch.setattr(_topics, "connect_backend", spy)

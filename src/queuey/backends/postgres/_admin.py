@@ -44,7 +44,7 @@ class Admin:
         conninfo: a libpq URL or key=value string.
         schema: the schema holding the table (validated identifier; default "queuey").
         table: the message table (default "queue_message").
-        channel: the NOTIFY channel workers listen on (default ``<schema>_queue``, the
+        channel: the NOTIFY channel workers listen on (default ``<schema>_jobs``, the
             backend's default); a retry wakes them through it. Topic subscribers listen on
             ``<prefix>_queue`` and pick a retried row up on their next poll otherwise.
         connect_timeout: give up connecting after this many seconds (default 10; 0 waits
@@ -65,7 +65,7 @@ class Admin:
     ) -> None:
         self.conninfo = remember(conninfo) or conninfo
         self.statements = Statements(schema, table)
-        self.channel = check_identifier(channel or f"{schema}_queue"[:63], "channel")
+        self.channel = check_identifier(channel or f"{schema}_jobs"[:63], "channel")
         self.connect_timeout = check_int(connect_timeout, "connect_timeout", low=0)
         self._store = Store(self.statements, self.conninfo)
 

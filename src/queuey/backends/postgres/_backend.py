@@ -59,10 +59,11 @@ class PostgresBackend:
         schema: the schema holding the table (validated identifier; default "queuey").
         table: the message table (default "queue_message").
         channel: the NOTIFY channel its publishes notify and its consumers listen on, and only
-            that one (default ``<schema>_queue``, so "queuey_queue" for the default schema; a
-            schema's listeners are not woken by another schema's jobs, nor an app's by another
-            app's topics). ``queuey failed retry`` announces the rows it makes due on
-            ``<schema>_queue``; consumers on another channel pick them up at their next poll.
+            that one (default ``<schema>_jobs``, so "queuey_jobs" for the default schema: never
+            a topic app's ``<prefix>_queue``, so typed jobs never wake a topic app, a schema's
+            listeners are not woken by another schema's jobs, nor an app's by another app's
+            topics). ``queuey failed retry`` announces the rows it makes due on
+            ``<schema>_jobs``; consumers on another channel pick them up at their next poll.
         poll_interval: the safety-net poll (duration; default 5 s).
         lease: how long a claimed row is held without a heartbeat before another worker may
             take it (duration; default 5 min). The heartbeat extends it every third of it.
@@ -94,7 +95,7 @@ class PostgresBackend:
     ) -> None:
         self.conninfo = conninfo
         self.statements = Statements(schema, table)
-        self.schema_channel = f"{schema}_queue"[:63]  # where `queuey failed retry` notifies
+        self.schema_channel = f"{schema}_jobs"[:63]  # where `queuey failed retry` notifies
         self.channel = check_identifier(channel or self.schema_channel, "channel")
         self.poll_interval = parse_duration(poll_interval, "poll_interval").total_seconds()
         self.lease = parse_duration(lease, "lease").total_seconds()
