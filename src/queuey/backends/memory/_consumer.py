@@ -37,16 +37,31 @@ class MemoryDelivery:
         self._envelope = envelope
         self._on_settled = on_settled
         self._settled = False
+        self._cancel = asyncio.Event()
+        store.running[envelope.job_id] = self._cancel
 
     @property
     def envelope(self) -> Envelope:
         """The delivered envelope."""
         return self._envelope
 
+    @property
+    def cancel_requested(self) -> asyncio.Event:
+        """Set by ``MemoryBackend.cancel`` while the job runs."""
+        return self._cancel
+
     async def ack(self) -> None:
-        """Record success (``acked(q)``)."""
+        """Record success (``acked(q)``).
+
+        Raises:
+            BackendError: the job was cancelled meanwhile; the success is not recorded.
+        """
         self._settle()
         self._queue.acked.append(self._envelope)
+
+    async def cancelled(self) -> None:
+        """Free the delivery of a job cancelled while it ran (it is in ``cancelled(q)``)."""
+        self._settle(cancelling=True)
 
     async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
         """Replace this delivery by ``envelope``, deliverable after ``delay``."""
@@ -73,11 +88,19 @@ class MemoryDelivery:
         self._settle()
         self._store.insert(self._envelope)
 
-    def _settle(self) -> None:
+    def _settle(self, *, cancelling: bool = False) -> None:
         if self._settled:
             raise BackendError(f"delivery of job {self._envelope.job_id} already settled")
         self._settled = True
+        self._store.running.pop(self._envelope.job_id, None)
         self._on_settled()
+        if self._cancel.is_set():
+            self._queue.cancelled.append(self._envelope)
+        if self._cancel.is_set() and not cancelling:
+            raise BackendError(
+                f"job {self._envelope.job_id} was cancelled while it ran; "
+                "its outcome is not recorded"
+            )
 
 
 class MemoryConsumer:

@@ -84,6 +84,19 @@ class RabbitMqDelivery:
         """The delivered envelope."""
         return self._envelope
 
+    @property
+    def cancel_requested(self) -> None:
+        """RabbitMQ cannot reach a running job: never cancelled."""
+        return None
+
+    async def cancelled(self) -> None:
+        """Drop the message (acknowledge it): never called, as nothing cancels it.
+
+        Raises:
+            BackendError: as for ``ack``.
+        """
+        await self._settle(None, None, None)
+
     async def ack(self) -> None:
         """Acknowledge the message.
 
