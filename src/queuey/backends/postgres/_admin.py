@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import uuid
 from contextlib import AbstractAsyncContextManager
-
 from typing import Literal
 
 from queuey._validation import check_int

@@ -27,8 +27,8 @@ from datetime import timedelta
 from queuey.backends.postgres._acks import LostClaimError, lost_claim
 from queuey.backends.postgres._cancel import Cancellations
 from queuey.backends.postgres._complete import Completer
-from queuey.backends.postgres._pool import Connection
 from queuey.backends.postgres._outage import Outage
+from queuey.backends.postgres._pool import Connection
 from queuey.backends.postgres._rows import Claim
 from queuey.backends.postgres._store import Store
 from queuey.backends.postgres._wake import Waker

@@ -4,11 +4,11 @@ session), re-established after it drops.
 It LISTENs on exactly the channels it is given, each with its own callback: the backend gives
 the one channel its consumers are woken through (the channel its publishes notify), so a process
 is never woken by another app's or another schema's publishes, and its schema's cancellation
-channel, where a running job's worker is told it was cancelled. After every (re)connect it issues LISTEN first and then
-wakes every consumer, so nothing published while it was away waits for the poll. The session is
-health-checked every ``health_interval`` seconds, so a connection killed with
-``pg_terminate_backend`` or silently dropped is noticed within seconds. Errors are logged once
-per outage.
+channel, where a running job's worker is told it was cancelled. After every (re)connect it
+issues LISTEN first and then wakes every consumer, so nothing published while it was away waits
+for the poll. The session is health-checked every ``health_interval`` seconds, so a connection
+killed with ``pg_terminate_backend`` or silently dropped is noticed within seconds. Errors are
+logged once per outage.
 """
 
 from __future__ import annotations
