@@ -142,6 +142,7 @@ async def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[
             loop.remove_signal_handler(sig)
 
 
+import queuey.cli._dashboard  # noqa: E402, F401  (queuey dashboard, queuey run --http)
 from queuey.cli import _http, _jobs, _ops, _topics  # noqa: E402  (registers the commands)
 
 __all__ += ["_http", "_jobs", "_ops", "_topics"]

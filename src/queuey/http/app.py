@@ -11,12 +11,13 @@ fails. Every error body is ``{"error": "..."}`` and never quotes a credential.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 import queuey
 from queuey.errors import BackendError
@@ -48,6 +49,7 @@ def publish_app(
     access: AccessPolicy,
     *,
     authenticator: Authenticator | None = None,
+    mounts: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """Build the ASGI app serving the publish endpoint (and its OpenAPI description).
 
@@ -59,6 +61,8 @@ def publish_app(
         publisher: records each accepted message.
         access: who may publish (the parsed ``[queues] publish`` string).
         authenticator: resolves callers; by default bearer JWTs and API keys from ``config``.
+        mounts: more routes served by the same app, e.g. the dashboard
+            (``queuey.dashboard.dashboard_mount``), which answer for themselves.
 
     Returns:
         The app. ``GET {base}/openapi.json`` exists only when ``access`` is not private.
@@ -67,9 +71,12 @@ def publish_app(
     endpoint = _PublishEndpoint(
         config, publisher, access, authenticator or CredentialAuthenticator.from_config(config)
     )
-    routes = [Route(f"{config.base}/queues/{{topic}}", endpoint.publish, methods=["POST"])]
+    routes: list[BaseRoute] = [
+        Route(f"{config.base}/queues/{{topic}}", endpoint.publish, methods=["POST"])
+    ]
     if not access.is_private:
         routes.append(Route(f"{config.base}/openapi.json", endpoint.openapi, methods=["GET"]))
+    routes.extend(mounts)  # the dashboard, mounted beside the endpoint
     app = Starlette(
         routes=routes,
         exception_handlers={HTTPException: _http_error, Exception: _internal_error},

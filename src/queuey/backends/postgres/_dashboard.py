@@ -315,4 +315,3 @@ class PgDashboardStore:
             async with self._pool.connection() as conn:
                 cursor = await conn.execute(self._statements[name], params)
                 return await cursor.fetchall() if cursor.description else []
-
