@@ -138,7 +138,8 @@ def _error(
         assert isinstance(exc, HTTPException)
         if not guard.config.enabled:
             return PlainTextResponse("Not Found", status_code=404)
-        if exc.status_code == 401 and request.method == "GET":
+        sent_credential = "authorization" in request.headers or "x-api-key" in request.headers
+        if exc.status_code == 401 and request.method == "GET" and not sent_credential:
             here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return templates.redirect(f"{templates.path}/login?next={_quote(here)}")
         context = {"status": exc.status_code, "message": exc.detail, "caller": None, "csrf": ""}
