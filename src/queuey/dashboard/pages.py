@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from queuey.backends.postgres._dashboard import OVERVIEW_CAP, PgDashboardStore
+from queuey.backends.postgres._dashboard import PgDashboardStore
 from queuey.backends.postgres._dashboard_rows import STATUSES, TopicRow
 from queuey.dashboard.chart import throughput_svg
 from queuey.dashboard.guard import Caller, Guard
@@ -84,7 +84,6 @@ class Pages:
             request,
             caller,
             queues=queues,
-            cap=OVERVIEW_CAP,
             chart=throughput_svg(await self.store.throughput()),
             app_prefix=self.app_prefix,
             app_paused=app_paused,
@@ -131,7 +130,7 @@ class Pages:
     async def topics(self, request: Request) -> Response:
         caller = await self.guard.caller(request)
         queues = [q for q in await self.store.overview() if q.kind == "topic"]
-        return self._page("topics.html", request, caller, topics=queues, cap=OVERVIEW_CAP)
+        return self._page("topics.html", request, caller, topics=queues)
 
     async def topic(self, request: Request) -> Response:
         caller = await self.guard.caller(request)

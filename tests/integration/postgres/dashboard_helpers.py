@@ -10,11 +10,18 @@ from typing import Any
 import httpx
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Json
 
 from queuey.backends.postgres._dashboard import PgDashboardStore
 from queuey.dashboard import DashboardConfig, PauseGate, dashboard_mount
-from queuey.http import AccessPolicy, ApiKeyConfig, HttpConfig, JwtConfig, api_key_digest
-from queuey.http import publish_app
+from queuey.http import (
+    AccessPolicy,
+    ApiKeyConfig,
+    HttpConfig,
+    JwtConfig,
+    api_key_digest,
+    publish_app,
+)
 from tests.unit.http.http_fakes import AUDIENCE, OPS_KEY, SECRET, RecordingPublisher
 
 ADMIN_KEY = "qk_admin_0123456789abcdef"
@@ -94,7 +101,7 @@ async def seed(url: str, schema: str) -> dict[str, str]:
     }
     ids = {}
     for name, (kind, queue, job_type, status, payload, error, by) in rows.items():
-        params = (kind, queue, job_type, status, psycopg.types.json.Json(payload), error, status)
+        params = (kind, queue, job_type, status, Json(payload), error, status)
         found = await execute(url, insert, (*params, by))
         ids[name] = found[0][0]
     fan_out = sql.SQL(
@@ -110,5 +117,7 @@ async def seed(url: str, schema: str) -> dict[str, str]:
 
 async def status_of(url: str, schema: str, job_id: str) -> str | None:
     table = sql.Identifier(schema, "queue_message")
-    found = await execute(url, sql.SQL("SELECT status FROM {} WHERE id = %s").format(table), [job_id])
+    found = await execute(
+        url, sql.SQL("SELECT status FROM {} WHERE id = %s").format(table), [job_id]
+    )
     return found[0][0] if found else None

@@ -51,7 +51,9 @@ async def test_a_browser_without_a_session_is_sent_to_sign_in(store: PgDashboard
     async with client(dashboard(store)) as http:
         page = await http.get(f"{BASE}/jobs?status=failed")
     assert page.status_code == 303
-    assert page.headers["location"] == f"{BASE}/login?next=%2Fapi%2Fdashboard%2Fjobs%3Fstatus%3Dfailed"
+    assert (
+        page.headers["location"] == f"{BASE}/login?next=%2Fapi%2Fdashboard%2Fjobs%3Fstatus%3Dfailed"
+    )
 
 
 async def test_signing_in_sets_a_strict_http_only_cookie_without_the_key(
@@ -196,7 +198,9 @@ async def test_pause_and_resume_a_queue_and_the_app(store: PgDashboardStore) -> 
     async with client(dashboard(store)) as http:
         for action, kind, queue in [("pause", "job", "emails"), ("pause", "app", "shop")]:
             form = {"kind": kind, "queue": queue, "confirm": "yes"}
-            assert (await http.post(f"{BASE}/actions/{action}", data=form, headers=headers)).is_redirect
+            assert (
+                await http.post(f"{BASE}/actions/{action}", data=form, headers=headers)
+            ).is_redirect
         overview = await http.get(f"{BASE}/", headers=headers)
         form = {"kind": "job", "queue": "emails", "confirm": "yes"}
         await http.post(f"{BASE}/actions/resume", data=form, headers=headers)

@@ -38,10 +38,11 @@ from queuey.backends.postgres._migrate import check_schema
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.secrets import remember
 
-__all__ = ["OVERVIEW_CAP", "SCAN_BUDGET", "PgDashboardStore"]
+__all__ = ["OVERVIEW_BUDGET", "SCAN_BUDGET", "PgDashboardStore"]
 
-OVERVIEW_CAP = 100_000
-"""The overview counts running, failed and done rows up to this many per queue."""
+OVERVIEW_BUDGET = 60_000
+"""The overview reads at most about this many index entries per state (running, failed, done),
+shared between the queues: each queue's counts stop at ``max(1000, budget / queues)``."""
 SCAN_BUDGET = 2_000
 """A filtered job list reads at most this many index entries per page."""
 
@@ -152,9 +153,11 @@ class PgDashboardStore:
         """Every queue with rows or a pause, by kind then name."""
         return await self._rows("queues", {}, QueueRef)
 
-    async def overview(self, cap: int = OVERVIEW_CAP) -> list[QueueSummary]:
-        """Per queue counts (running, failed and done stop at ``cap``) and pause state."""
+    async def overview(self, budget: int = OVERVIEW_BUDGET) -> list[QueueSummary]:
+        """Per queue counts and pause state; running, failed and done counts stop at each
+        row's ``cap`` (``budget`` shared between the queues, at least 1000 each)."""
         refs = await self.queues()
+        cap = max(1000, budget // max(len(refs), 1))
         params = {"kinds": [r.kind for r in refs], "queues": [r.queue for r in refs], "cap": cap}
         return await self._rows("overview", params, QueueSummary)
 

@@ -41,6 +41,8 @@ class QueueSummary:
 
     Attributes:
         kind, queue: which queue.
+        cap: the most rows a running, failed or done count reads (a count equal to it means
+            "at least that many").
         due: pending rows due now; scheduled: pending rows not yet due.
         oldest_secs: how long the oldest due row has waited (seconds), ``None`` when none.
         running, failed, done: rows in each state, each counted up to the overview's cap.
@@ -49,6 +51,7 @@ class QueueSummary:
 
     kind: str
     queue: str
+    cap: int
     due: int
     scheduled: int
     oldest_secs: float | None

@@ -27,12 +27,12 @@ ORDER BY kind, queue;
 
 -- name: overview
 -- Per queue: due and scheduled rows and the oldest due row's wait in seconds (the claim's
--- partial index), running, failed and done rows (the dashboard index; each count stops at
--- %(cap)s, so a million done rows cost no more than cap), and whether it is paused.
+-- partial index), running, failed and done rows (the dashboard index, index only; each count
+-- stops at %(cap)s, so a million done rows cost no more than cap), and whether it is paused.
 WITH queues AS (
     SELECT * FROM unnest(%(kinds)s::text[], %(queues)s::text[]) AS q(kind, queue)
 )
-SELECT q.kind, q.queue,
+SELECT q.kind, q.queue, %(cap)s::int AS cap,
        coalesce(p.due, 0) AS due,
        coalesce(p.scheduled, 0) AS scheduled,
        p.oldest_secs,
@@ -108,9 +108,9 @@ ORDER BY seq DESC
 LIMIT %(limit)s;
 
 -- name: list_all
--- The same page across every queue: each queue's newest rows of the status (one index range
--- per queue, at most %(scan)s each), merged newest first and cut to %(scan)s, then filtered
--- as in list_queue.
+-- The same page across every queue: each queue's newest rows of the status (one index-only
+-- range per queue, at most %(scan)s each), merged newest first and cut to %(scan)s, then read
+-- (one index probe each) and filtered as in list_queue.
 WITH RECURSIVE found AS (
     (SELECT kind, queue FROM {table} ORDER BY kind, queue LIMIT 1)
     UNION ALL
@@ -121,18 +121,22 @@ WITH RECURSIVE found AS (
         ORDER BY m.kind, m.queue
         LIMIT 1
     ) AS next
+), newest AS (
+    SELECT r.kind, r.queue, r.seq FROM found, LATERAL (
+        SELECT t.kind, t.queue, t.seq FROM {table} AS t
+        WHERE t.kind = found.kind AND t.queue = found.queue
+          AND t.status = %(status)s AND t.seq < %(before)s
+        ORDER BY t.seq DESC
+        LIMIT %(scan)s) AS r
+    ORDER BY r.seq DESC
+    LIMIT %(scan)s
 ), scanned AS MATERIALIZED (
     SELECT m.seq, m.id, m.kind, m.queue, m.job_type, m.status, m.attempts, m.available_at,
            m.processed_at, m.claimed_by, m.error, m.payload,
            min(m.seq) OVER () AS scan_floor, count(*) OVER () AS scanned
-    FROM (SELECT r.* FROM found, LATERAL (
-              SELECT * FROM {table} AS t
-              WHERE t.kind = found.kind AND t.queue = found.queue
-                AND t.status = %(status)s AND t.seq < %(before)s
-              ORDER BY t.seq DESC
-              LIMIT %(scan)s) AS r
-          ORDER BY r.seq DESC
-          LIMIT %(scan)s) AS m
+    FROM newest JOIN {table} AS m
+      ON m.kind = newest.kind AND m.queue = newest.queue AND m.status = %(status)s
+     AND m.seq = newest.seq
 )
 SELECT seq, id::text AS id, kind, queue, job_type, status, attempts, available_at,
        processed_at, claimed_by, split_part(coalesce(error, ''), E'\n', 1) AS error,
