@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,7 +132,7 @@ def _run_http(
         try:
             await store.open()
             gate = PauseGate(app.config.prefix)
-            gate.set((p.kind, p.queue) for p in await store.paused())
+            gate.set(await store.paused_keys())
             subscriber = app.subscriber(gate.wrap(backend))
             mount = dashboard_mount(
                 settings.dashboard, store, settings.http, app_prefix=app.config.prefix, gate=gate
@@ -142,27 +141,22 @@ def _run_http(
                 settings.http, app.publisher(backend), settings.publish, mounts=[mount]
             )
             server = HttpServer(http_app, log_level="info", **net)
-            follow = _pause_reader(store)
 
             def stop(force: bool = False) -> None:
                 subscriber.shutdown(force=force)
                 server.shutdown(force)
 
             await run_until_signal(
-                lambda: _together(subscriber.run(), server.run(), gate.follow(follow)), stop
+                lambda: _together(
+                    subscriber.run(), server.run(), gate.follow(store.paused_keys, PAUSE_POLL_SECS)
+                ),
+                stop,
             )
         finally:
             await store.close()
             await backend.close()
 
     run_async(serve())
-
-
-def _pause_reader(store: Any) -> Callable[[], Any]:
-    async def read() -> list[tuple[str, str]]:
-        return [(p.kind, p.queue) for p in await store.paused()]
-
-    return read
 
 
 async def _together(subscriber: Any, server: Any, follower: Any) -> None:

@@ -10,8 +10,10 @@ act, and the CSRF token, are checked before anything else (``Guard.check_action`
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlencode, urlsplit
+from uuid import UUID
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -75,7 +77,7 @@ class Actions:
         response = self.templates.redirect(self.templates.local(form.get("next")))
         response.set_cookie(
             COOKIE, self.guard.signer.encode(session),
-            max_age=max(int(session.expires - _now()), 1), path=self.templates.path,
+            max_age=max(int(session.expires - time.time()), 1), path=self.templates.path,
             httponly=True, samesite="strict", secure=request.url.scheme == "https",
         )  # fmt: skip
         response.delete_cookie(LOGIN_COOKIE, path=self.templates.path)
@@ -147,12 +149,10 @@ class Actions:
 
     async def _refresh_gate(self) -> None:
         if self.gate is not None:
-            self.gate.set((p.kind, p.queue) for p in await self.store.paused())
+            self.gate.set(await self.store.paused_keys())
 
 
 def _job_id(form: dict[str, str]) -> str:
-    from uuid import UUID
-
     try:
         return str(UUID(form.get("id", "")))
     except ValueError:
@@ -171,9 +171,3 @@ def _with_result(back: str, did: str, count: int) -> str:
     kept = [p for p in parts.query.split("&") if p and not p.startswith(("did=", "n="))]
     query = "&".join([*kept, urlencode({"did": did, "n": count})])
     return f"{parts.path}?{query}"
-
-
-def _now() -> float:
-    import time
-
-    return time.time()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import jwt
 from starlette.exceptions import HTTPException
 from starlette.requests import HTTPConnection
 
@@ -122,8 +123,6 @@ class Guard:
 
 def _token_expiry(token: str) -> float | None:
     """The ``exp`` of a token the authenticator already verified (read, not re-verified)."""
-    import jwt
-
     try:
         exp = jwt.decode(token, options={"verify_signature": False}).get("exp")
     except jwt.InvalidTokenError:

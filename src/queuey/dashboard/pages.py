@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from queuey.backends.postgres._dashboard import PgDashboardStore
-from queuey.backends.postgres._dashboard_rows import STATUSES, TopicRow
+from queuey.backends.postgres._dashboard_rows import STATUSES, JobFilter, TopicRow
 from queuey.dashboard.chart import throughput_svg
 from queuey.dashboard.guard import Caller, Guard
 from queuey.dashboard.web import Templates, filter_query, job_filter, positive_int, pretty_json
@@ -167,9 +167,7 @@ def _here(request: Request) -> str:
     return request.url.path + (f"?{query}" if query else "")
 
 
-def _with_status(where: Any, status: str) -> Any:
-    from queuey.backends.postgres._dashboard_rows import JobFilter
-
+def _with_status(where: JobFilter, status: str) -> JobFilter:
     return JobFilter(status, where.kind, where.queue, where.job_type, where.text)
 
 

@@ -50,12 +50,9 @@ async def test_a_followed_pause_stops_claims_until_resumed(
     backend = await connect_backend(config, database_url, schema=pg_schema)
     gate = PauseGate("shop")
 
-    async def read() -> list[tuple[str, str]]:
-        return [(p.kind, p.queue) for p in await store.paused()]
-
     subscriber = app.subscriber(gate.wrap(backend))
     running = asyncio.create_task(subscriber.run())
-    following = asyncio.create_task(gate.follow(read, every=0.1))
+    following = asyncio.create_task(gate.follow(store.paused_keys, every=0.1))
     try:
         await app.publisher(backend).publish("order.paid", {"n": 1})
         await wait_for(lambda: _done(handled, 1))

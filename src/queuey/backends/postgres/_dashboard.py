@@ -236,6 +236,10 @@ class PgDashboardStore:
         """Every paused queue and topic app."""
         return await self._rows("paused", {}, Pause)
 
+    async def paused_keys(self) -> list[tuple[str, str]]:
+        """``(kind, queue)`` of every pause: what ``PauseGate.follow`` reads."""
+        return [(pause.kind, pause.queue) for pause in await self.paused()]
+
     # -- actions -----------------------------------------------------------------------------
 
     async def retry(
