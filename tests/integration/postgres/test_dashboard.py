@@ -14,6 +14,7 @@ from tests.integration.postgres.dashboard_helpers import (
     client,
     csrf_of,
     dashboard,
+    execute,
     seed,
     sign_in,
     status_of,
@@ -215,3 +216,16 @@ async def test_a_header_credential_is_checked_like_the_endpoint(store: PgDashboa
         member = await http.get(f"{BASE}/", headers=bearer(token(roles=["member"])))
         viewer = await http.get(f"{BASE}/", headers={"X-Api-Key": OPS_KEY})
     assert (invalid.status_code, member.status_code, viewer.status_code) == (401, 403, 200)
+
+
+async def test_the_list_index_leaves_pending_rows_to_the_claim(
+    database_url: str, pg_schema: str
+) -> None:
+    """An index the claim could use instead of its own would be picked when statistics are
+    stale, sorting the whole backlog on every claim: the dashboard's skips pending rows."""
+    found = await execute(
+        database_url,
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+        [pg_schema, "queue_message_dashboard"],
+    )
+    assert found[0][0].endswith("(kind, queue, status, seq) WHERE (status <> 'pending'::text)")

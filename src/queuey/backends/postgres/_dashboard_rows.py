@@ -186,6 +186,7 @@ class FanOutRow:
     attempts: int
     processed_at: datetime | None
     error: str
+    seq: int
 
 
 @dataclass(frozen=True)

@@ -6,19 +6,31 @@
 -- Columns are named: rows are read into dataclasses by name, never by position.
 
 -- name: queues
--- Every (kind, queue) with rows, by a skip scan over the dashboard index (one probe per queue,
--- however many rows), plus the queues an operator paused. Topic apps (kind 'app') are not
--- queues.
-WITH RECURSIVE found AS (
-    (SELECT kind, queue FROM {table} ORDER BY kind, queue LIMIT 1)
+-- Every (kind, queue) with rows, by two skip scans (one probe per queue, however many rows):
+-- over the dashboard index for running, failed and done rows, over the claim's index for
+-- pending ones; plus the queues an operator paused. Topic apps (kind 'app') are not queues.
+WITH RECURSIVE settled AS (
+    (SELECT kind, queue FROM {table} WHERE status <> 'pending' ORDER BY kind, queue LIMIT 1)
     UNION ALL
     SELECT next.kind, next.queue
-    FROM found, LATERAL (
+    FROM settled, LATERAL (
         SELECT m.kind, m.queue FROM {table} AS m
-        WHERE (m.kind, m.queue) > (found.kind, found.queue)
+        WHERE status <> 'pending' AND (m.kind, m.queue) > (settled.kind, settled.queue)
         ORDER BY m.kind, m.queue
         LIMIT 1
     ) AS next
+), waiting AS (
+    (SELECT kind, queue FROM {table} WHERE status = 'pending' ORDER BY kind, queue LIMIT 1)
+    UNION ALL
+    SELECT next.kind, next.queue
+    FROM waiting, LATERAL (
+        SELECT m.kind, m.queue FROM {table} AS m
+        WHERE status = 'pending' AND (m.kind, m.queue) > (waiting.kind, waiting.queue)
+        ORDER BY m.kind, m.queue
+        LIMIT 1
+    ) AS next
+), found AS (
+    SELECT kind, queue FROM settled UNION SELECT kind, queue FROM waiting
 )
 SELECT kind, queue FROM found
 UNION
@@ -81,7 +93,8 @@ ORDER BY minutes.minute;
 
 -- name: list_queue
 -- One page of one queue's rows of one status, newest first, older than seq %(before)s. At most
--- %(scan)s rows are read from the dashboard index; of those, the rows matching the job type
+-- %(scan)s rows are read from the dashboard index (pending rows: from the claim's index, whose
+-- entries of the queue are sorted by seq, so that read grows with the queue's backlog); of those, the rows matching the job type
 -- (NULL: any), the due filter (%(due)s: NULL any, true due now, false scheduled) and the text
 -- (found, case-insensitively, in the id, job type, error or payload; '' matches all) are
 -- returned, at most %(limit)s. scan_floor and scanned say how far the read went, so the
@@ -111,16 +124,28 @@ LIMIT %(limit)s;
 -- The same page across every queue: each queue's newest rows of the status (one index-only
 -- range per queue, at most %(scan)s each), merged newest first and cut to %(scan)s, then read
 -- (one index probe each) and filtered as in list_queue.
-WITH RECURSIVE found AS (
-    (SELECT kind, queue FROM {table} ORDER BY kind, queue LIMIT 1)
+WITH RECURSIVE settled AS (
+    (SELECT kind, queue FROM {table} WHERE status <> 'pending' ORDER BY kind, queue LIMIT 1)
     UNION ALL
     SELECT next.kind, next.queue
-    FROM found, LATERAL (
+    FROM settled, LATERAL (
         SELECT m.kind, m.queue FROM {table} AS m
-        WHERE (m.kind, m.queue) > (found.kind, found.queue)
+        WHERE status <> 'pending' AND (m.kind, m.queue) > (settled.kind, settled.queue)
         ORDER BY m.kind, m.queue
         LIMIT 1
     ) AS next
+), waiting AS (
+    (SELECT kind, queue FROM {table} WHERE status = 'pending' ORDER BY kind, queue LIMIT 1)
+    UNION ALL
+    SELECT next.kind, next.queue
+    FROM waiting, LATERAL (
+        SELECT m.kind, m.queue FROM {table} AS m
+        WHERE status = 'pending' AND (m.kind, m.queue) > (waiting.kind, waiting.queue)
+        ORDER BY m.kind, m.queue
+        LIMIT 1
+    ) AS next
+), found AS (
+    SELECT kind, queue FROM settled UNION SELECT kind, queue FROM waiting
 ), newest AS (
     SELECT r.kind, r.queue, r.seq FROM found, LATERAL (
         SELECT t.kind, t.queue, t.seq FROM {table} AS t
@@ -160,28 +185,49 @@ WHERE id = %(id)s::uuid;
 
 -- name: fan_out
 -- A topic row's publication: the rows one publish wrote (same topic, same transaction time,
--- same publisher; their seq values are close), one per subscriber.
+-- same publisher; their seq values are close), one per subscriber. Settled rows come from the
+-- dashboard index, pending ones from the claim's.
 SELECT m.id::text AS id, m.job_type, m.status, m.attempts, m.processed_at,
-       split_part(coalesce(m.error, ''), E'\n', 1) AS error
+       split_part(coalesce(m.error, ''), E'\n', 1) AS error, m.seq
 FROM {table} AS m
 WHERE m.kind = 'topic' AND m.queue = %(queue)s
-  AND m.status IN ('pending', 'running', 'done', 'failed')
+  AND m.status IN ('running', 'done', 'failed')
   AND m.seq BETWEEN %(seq)s - 1000 AND %(seq)s + 1000
   AND m.created_at = %(created_at)s AND m.published_by = %(published_by)s
-ORDER BY m.seq;
+UNION ALL
+SELECT m.id::text AS id, m.job_type, m.status, m.attempts, m.processed_at,
+       split_part(coalesce(m.error, ''), E'\n', 1) AS error, m.seq
+FROM {table} AS m
+WHERE m.kind = 'topic' AND m.queue = %(queue)s AND m.status = 'pending'
+  AND m.seq BETWEEN %(seq)s - 1000 AND %(seq)s + 1000
+  AND m.created_at = %(created_at)s AND m.published_by = %(published_by)s
+ORDER BY seq;
 
 -- name: publications
--- A topic's newest rows older than seq %(before)s, every status (one index range per status,
--- merged), at most %(limit)s; the caller groups them into publications.
-SELECT r.seq, r.id::text AS id, r.job_type, r.status, r.attempts, r.published_by,
-       r.created_at, r.processed_at, split_part(coalesce(r.error, ''), E'\n', 1) AS error
-FROM unnest(ARRAY['pending', 'running', 'done', 'failed']) AS s(status),
-     LATERAL (SELECT * FROM {table} AS m
-              WHERE m.kind = 'topic' AND m.queue = %(topic)s AND m.status = s.status
-                AND m.seq < %(before)s
-              ORDER BY m.seq DESC
-              LIMIT %(limit)s) AS r
-ORDER BY r.seq DESC
+-- A topic's newest rows older than seq %(before)s, every status, at most %(limit)s: one arm per
+-- status with the status written out, so each can use its index (the dashboard's for settled
+-- rows, the claim's for pending ones), merged newest first. The caller groups the rows into
+-- publications.
+SELECT seq, id::text AS id, job_type, status, attempts, published_by, created_at,
+       processed_at, split_part(coalesce(error, ''), E'\n', 1) AS error
+FROM (
+    (SELECT * FROM {table}
+     WHERE kind = 'topic' AND queue = %(topic)s AND status = 'done' AND seq < %(before)s
+     ORDER BY seq DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT * FROM {table}
+     WHERE kind = 'topic' AND queue = %(topic)s AND status = 'failed' AND seq < %(before)s
+     ORDER BY seq DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT * FROM {table}
+     WHERE kind = 'topic' AND queue = %(topic)s AND status = 'running' AND seq < %(before)s
+     ORDER BY seq DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT * FROM {table}
+     WHERE kind = 'topic' AND queue = %(topic)s AND status = 'pending' AND seq < %(before)s
+     ORDER BY seq DESC LIMIT %(limit)s)
+) AS r
+ORDER BY seq DESC
 LIMIT %(limit)s;
 
 -- name: audit

@@ -4,8 +4,11 @@
 -- {table}_audit    one row per dashboard action: who, what, when, on which rows, how many
 -- {table}_paused   the queues (kind 'job' or 'topic') and topic apps (kind 'app', queue = the
 --                  app's prefix) an operator paused; consumers that follow it stop claiming
--- {table}_dashboard  the job lists: one queue's rows of one status, newest first (keyset on
---                  seq); its (kind, queue) prefix also lists the queues by a skip scan
+-- {table}_dashboard  the job lists: one queue's running, failed or done rows, newest first
+--                  (keyset on seq); its (kind, queue) prefix also lists the queues by a skip
+--                  scan. Pending rows are left out on purpose: they have the claim's index,
+--                  and an index the claim could also use would let the planner pick it for
+--                  the claim (then sorting the whole backlog) when statistics are stale.
 --
 -- Names derive from the message table's, as the indexes of 0001 do; the statement finds that
 -- table through its quoted, validated name, so no user input is pasted. Building the index
@@ -42,7 +45,7 @@ BEGIN
         )', schema_name, left(table_name || '_paused', 63));
 
     EXECUTE format(
-        'CREATE INDEX %I ON %I.%I (kind, queue, status, seq)',
+        'CREATE INDEX %I ON %I.%I (kind, queue, status, seq) WHERE status <> ''pending''',
         left(table_name || '_dashboard', 63), schema_name, table_name);
 END
 $migration$;
