@@ -121,6 +121,10 @@ async def test_sign_in_with_an_api_key_and_open_every_page(
     browser: Any, server: Served, database_url: str, tmp_path: Path
 ) -> None:
     await publish(server, "order.paid", {"order": 42, "note": "<script>alert(1)</script>"})
+    for order in range(12):  # something to see on the overview
+        await publish(server, "order.paid", {"order": order})
+    for batch in range(2):
+        await publish(server, "flaky.work", {"batch": batch})
     failed_id = await publish(server, "flaky.work", {"batch": 7})
     await until_status(database_url, server.schema, failed_id, "failed")
     page = await signed_in(browser, server, ADMIN_KEY)
