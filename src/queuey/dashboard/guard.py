@@ -101,24 +101,26 @@ class Guard:
             raise HTTPException(403, BAD_CSRF)
 
     async def sign_in(self, credential: str) -> Session:
-        """A session for the holder of ``credential`` (an API key, or a JWT: three dotted
-        parts), who must pass ``view``.
+        """A session for the holder of ``credential`` (a bearer JWT or an API key; a value of
+        three dotted parts is tried as a token first), who must pass ``view``.
 
         Raises:
             SignInRefused: the credential does not verify, or may not view.
         """
         credential = credential.strip()
-        scheme = "Bearer" if credential.count(".") == 2 else "ApiKey"
-        header = f"{scheme} {credential}".encode()
-        request = HTTPConnection({"type": "http", "headers": [(b"authorization", header)]})
-        try:
-            principal = await self.authenticator.authenticate(request)
-        except InvalidCredentialsError:
-            raise SignInRefused("that key or token was not accepted") from None
-        if principal is None or authorize(self.config.view, principal) is not None:
-            raise SignInRefused("that key or token may not view this dashboard")
-        ends_by = _token_expiry(credential) if scheme == "Bearer" else None
-        return self.signer.new(principal, ends_by=ends_by)
+        schemes = ["Bearer", "ApiKey"] if credential.count(".") == 2 else ["ApiKey"]
+        for scheme in schemes:
+            header = f"{scheme} {credential}".encode()
+            request = HTTPConnection({"type": "http", "headers": [(b"authorization", header)]})
+            try:
+                principal = await self.authenticator.authenticate(request)
+            except InvalidCredentialsError:
+                continue
+            if principal is None or authorize(self.config.view, principal) is not None:
+                raise SignInRefused("that key or token may not view this dashboard")
+            ends_by = _token_expiry(credential) if scheme == "Bearer" else None
+            return self.signer.new(principal, ends_by=ends_by)
+        raise SignInRefused("that key or token was not accepted")
 
 
 def _token_expiry(token: str) -> float | None:
