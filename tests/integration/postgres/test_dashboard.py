@@ -3,6 +3,7 @@ pages, escaping, CSRF and the audited actions."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -229,3 +230,32 @@ async def test_the_list_index_leaves_pending_rows_to_the_claim(
         [pg_schema, "queue_message_dashboard"],
     )
     assert found[0][0].endswith("(kind, queue, status, seq) WHERE (status <> 'pending'::text)")
+
+
+async def test_a_list_pages_by_keyset_and_a_filter_says_how_far_it_read(
+    store: PgDashboardStore, database_url: str, pg_schema: str
+) -> None:
+    await execute(
+        database_url,
+        f'INSERT INTO "{pg_schema}".queue_message (id, kind, queue, job_type, status, payload, '
+        "error, processed_at) SELECT gen_random_uuid(), 'job', 'bulk', 'app.Job', 'failed', "
+        "json_build_object('n', i), CASE WHEN i = 1 THEN 'needle' ELSE 'hay' END, now() "
+        "FROM generate_series(1, 2120) AS i",
+    )
+    headers = {"X-Api-Key": ADMIN_KEY}
+    seen: list[str] = []
+    url: str | None = f"{BASE}/jobs?status=failed&kind=job&queue=bulk"
+    async with client(dashboard(store)) as http:
+        while url is not None and len(seen) < 200:
+            page = await http.get(url, headers=headers)
+            seen.extend(re.findall(r'href="/api/dashboard/jobs/([0-9a-f-]{36})"', page.text))
+            older = re.search(r'href="(/api/dashboard/jobs\?[^"]*before=\d+[^"]*)"', page.text)
+            url = older.group(1).replace("&amp;", "&") if older else None
+        filtered = await http.get(f"{BASE}/jobs?status=failed&q=needle", headers=headers)
+        more = re.search(r'href="(/api/dashboard/jobs\?[^"]*before=\d+[^"]*)"', filtered.text)
+        assert more is not None  # the first read stopped at the budget: it links onwards
+        found = await http.get(more.group(1).replace("&amp;", "&"), headers=headers)
+    assert len(seen) == 200 and len(set(seen)) == 200  # four pages of 50, no repeats
+    assert "older rows may match too" in filtered.text
+    assert '<td class="error">needle</td>' not in filtered.text
+    assert '<td class="error">needle</td>' in found.text
