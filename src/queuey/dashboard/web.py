@@ -24,7 +24,9 @@ from queuey.backends.postgres._dashboard_rows import JobFilter
 __all__ = [
     "SECURITY_HEADERS",
     "Templates",
+    "filter_query",
     "job_filter",
+    "positive_int",
     "pretty_json",
     "read_form",
 ]
