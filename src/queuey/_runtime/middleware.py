@@ -13,13 +13,15 @@ A middleware subclasses ``Middleware`` and overrides any of three typed hooks:
 ``Chain`` orders them: the first middleware is the outermost ``around_call`` and the first to
 see the outcome. Hooks a middleware does not override cost nothing (they are left out when the
 chain is built, once). A hook that raises is logged at ERROR with its traceback and never loses
-the delivery: see ``Chain`` and ``_runtime.runner``. The built-in members are ``OutcomeLog``
+the delivery: one raising in ``around_call`` makes the run fail with its exception (decided
+like a handler's), one raising after the settle is skipped. The built-in members are ``OutcomeLog``
 (always first) and ``SettledCallback`` (the worker's ``on_settled``); ``_runtime.stats`` adds
 the per-queue counters.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -29,11 +31,22 @@ from queuey.backends.base import Delivery
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError
 
-__all__ = ["LEVELS", "CallNext", "Chain", "Middleware", "OutcomeLog", "SettledCallback"]
+__all__ = [
+    "LEVELS",
+    "CallNext",
+    "Chain",
+    "Failed",
+    "Middleware",
+    "OutcomeLog",
+    "SettledCallback",
+]
 
 CallNext = Callable[[Delivery], Awaitable[Outcome]]
 """The rest of the chain: runs the delivery (the next middleware, then the handler) and returns
 its outcome."""
+
+Failed = Callable[[Delivery, BaseException], Outcome]
+"""The outcome of a run that raised ``error`` outside its handler (the face decides it)."""
 
 LEVELS = {
     OutcomeKind.SUCCEEDED: logging.INFO,
@@ -57,9 +70,10 @@ class Middleware:
     async def around_call(self, delivery: Delivery, call_next: CallNext) -> Outcome:
         """Run the delivery: ``return await call_next(delivery)``, with work before and after.
 
-        Returning another ``Outcome`` replaces the run's. Raising counts the run as failed
-        with that exception (decided like a handler's, so retried or dead-lettered) and is
-        logged at ERROR; ``call_next`` itself only raises ``CancelledError`` (shutdown).
+        Returning another ``Outcome`` replaces the run's. Raising is logged at ERROR and
+        counts the run as failed with that exception (decided like a handler's, so retried or
+        dead-lettered); the middleware around this one see that outcome. ``call_next`` only
+        raises ``CancelledError`` (shutdown past its grace).
         """
         return await call_next(delivery)
 
@@ -84,7 +98,7 @@ def _check(middleware: object) -> Middleware:
         if name.startswith(("around_", "on_")) and name not in _HOOKS:
             hooks = ", ".join(sorted(_HOOKS))
             raise ConfigError(
-                f"middleware: {type(middleware).__qualname__}.{name} is not a hook ({hooks})"
+                f"middleware: {type(middleware).__name__}.{name} is not a hook ({hooks})"
             )
     return middleware
 
@@ -108,11 +122,24 @@ class Chain:
         self._outcome = tuple(m for m in members if type(m).on_outcome is not _BASE_OUTCOME)
         self._failure = tuple(m for m in members if type(m).on_settle_failure is not _BASE_FAILURE)
 
-    def wrap(self, call: CallNext) -> CallNext:
+    def wrap(self, call: CallNext, failed: Failed) -> CallNext:
         """``call`` nested in every ``around_call``, the first middleware outermost (``call``
-        itself when none wraps calls)."""
+        itself when none wraps calls); a member that raises is logged and its run decided by
+        ``failed``."""
         for member in reversed(self._around):
-            call = _link(member, call)
+            call = self._link(member, call, failed)
+        return call
+
+    def _link(self, member: Middleware, call_next: CallNext, failed: Failed) -> CallNext:
+        async def call(delivery: Delivery) -> Outcome:
+            try:
+                return await member.around_call(delivery, call_next)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                self._hook_failed(member, "around_call", delivery.envelope)
+                return failed(delivery, exc)
+
         return call
 
     def settled(self, delivery: Delivery, outcome: Outcome) -> None:
@@ -132,7 +159,7 @@ class Chain:
                 self._hook_failed(member, "on_settle_failure", delivery.envelope)
 
     def _hook_failed(self, member: Middleware, hook: str, envelope: Envelope) -> None:
-        name = type(member).__qualname__
+        name = type(member).__name__
         extra = self._face.fields(envelope)
         self._face.log.exception("middleware %s failed in %s", name, hook, extra=extra)
 
@@ -140,13 +167,6 @@ class Chain:
 _BASE_AROUND = Middleware.around_call
 _BASE_OUTCOME = Middleware.on_outcome
 _BASE_FAILURE = Middleware.on_settle_failure
-
-
-def _link(member: Middleware, call_next: CallNext) -> CallNext:
-    def call(delivery: Delivery) -> Awaitable[Outcome]:
-        return member.around_call(delivery, call_next)
-
-    return call
 
 
 class OutcomeLog(Middleware):

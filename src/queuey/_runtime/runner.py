@@ -8,8 +8,9 @@
 
 When the worker's own task is cancelled (shutdown past its grace, or forced) while the delivery
 runs, the delivery is released untouched and the cancellation goes on. Nothing else escapes:
-a middleware raising around the call counts as a failed run (logged at ERROR), a hook raising
-after the settle is logged, and a failed settle is counted.
+a middleware raising around the call (or the run failing outside its handler, a bug) counts as
+a failed run, logged at ERROR; a hook raising after the settle is logged; a failed settle is
+counted.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from queuey._outcome import Outcome
 from queuey._runtime.faces import Face
-from queuey._runtime.middleware import CallNext, Chain, Middleware
+from queuey._runtime.middleware import CallNext, Chain, Failed, Middleware
 from queuey._runtime.settle import release, settle
 from queuey.backends.base import Delivery
 from queuey.queues import QueueConfig
@@ -59,16 +60,20 @@ class Runner:
 
         The chain is built here, once per consumer session, not per delivery.
         """
-        run = self._face.run
+        face = self._face
 
         def call(delivery: Delivery) -> Coroutine[Any, Any, Outcome]:
-            return run(delivery.envelope, queue, executor)
+            return face.run(delivery.envelope, queue, executor)
 
-        return functools.partial(self.process, self.chain.wrap(call), queue)
+        def failed(delivery: Delivery, error: BaseException) -> Outcome:
+            return face.failed(delivery.envelope, queue, error)
 
-    async def process(self, call: CallNext, queue: QueueConfig, delivery: Delivery) -> None:
-        """Run ``delivery`` (of ``queue``) through ``call`` (the chain), settle it and notify
-        the chain.
+        return functools.partial(self.process, self.chain.wrap(call, failed), failed)
+
+    async def process(self, call: CallNext, failed: Failed, delivery: Delivery) -> None:
+        """Run ``delivery`` through ``call`` (the chain), settle the outcome and notify the
+        chain; a run that raises (a bug: the chain turns a middleware's failure into an
+        outcome) is logged and decided by ``failed``.
 
         Raises:
             CancelledError: the calling task was cancelled (the delivery was released).
@@ -78,8 +83,10 @@ class Runner:
         except asyncio.CancelledError:
             await release(delivery)
             raise
-        except BaseException as exc:  # a handler's own failures are outcomes: this is not one
-            outcome = self._broken(delivery, queue, exc)
+        except BaseException as exc:
+            fields = self._face.fields(delivery.envelope)
+            self._face.log.error("the run failed outside its handler", exc_info=exc, extra=fields)
+            outcome = failed(delivery, exc)
         await self._settle(delivery, outcome)
 
     async def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
@@ -90,13 +97,3 @@ class Runner:
             self.chain.settle_failed(delivery, outcome, exc)
             return
         self.chain.settled(delivery, outcome)
-
-    def _broken(self, delivery: Delivery, queue: QueueConfig, error: BaseException) -> Outcome:
-        """The outcome of a run that raised outside its handler (a middleware did)."""
-        envelope = delivery.envelope
-        self._face.log.error(
-            "a middleware failed around the handler call; the run counts as failed",
-            exc_info=error,
-            extra=self._face.fields(envelope),
-        )
-        return self._face.failed(envelope, queue, error)
