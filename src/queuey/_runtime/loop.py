@@ -45,8 +45,8 @@ class ConsumeLoop:
     Args:
         backend: the transport.
         configs: the queues (or topics) to consume, one consumer each.
-        bind: makes each queue's ``Process`` (it must not raise; a raise is logged and the
-            delivery dead-lettered).
+        bind: makes each queue's ``Process``, once per consumer session. A ``Process``
+            that raises (a bug) is logged and its delivery dead-lettered.
         concurrency: deliveries handled at once, and threads for plain handlers (>= 1).
         shutdown_grace: how long shutdown waits for running handlers before cancelling them
             (``None``: no limit).

@@ -14,9 +14,9 @@ A middleware subclasses ``Middleware`` and overrides any of three typed hooks:
 see the outcome. Hooks a middleware does not override cost nothing (they are left out when the
 chain is built, once). A hook that raises is logged at ERROR with its traceback and never loses
 the delivery: one raising in ``around_call`` makes the run fail with its exception (decided
-like a handler's), one raising after the settle is skipped. The built-in members are ``OutcomeLog``
-(always first) and ``SettledCallback`` (the worker's ``on_settled``); ``_runtime.stats`` adds
-the per-queue counters.
+like a handler's), one raising after the settle is skipped. The built-in members are
+``OutcomeLog`` (always first) and ``SettledCallback`` (the worker's ``on_settled``);
+``_runtime.stats`` adds the per-queue counters.
 """
 
 from __future__ import annotations
@@ -63,8 +63,21 @@ class Middleware:
     """Base of every middleware; override the hooks you need (all are optional).
 
     Pass instances as ``Worker(..., middleware=[...])`` or ``Subscriber(..., middleware=[...])``;
-    they run after the built-in ones, in the order given. Hooks run on the event loop and must
-    not block; ``on_outcome`` and ``on_settle_failure`` are called once per delivery.
+    they run after the built-in ones, in the order given, for every delivery of either face
+    (``delivery.envelope.kind`` says which). Hooks run on the event loop and must not block;
+    ``on_outcome`` or ``on_settle_failure`` is called once per delivery that was run (none when
+    shutdown cancelled it). A method named like a hook (``on_…``, ``around_…``) that is none is
+    refused with ``ConfigError``, so a misspelt hook cannot silently never run::
+
+        class Timing(Middleware):
+            async def around_call(self, delivery: Delivery, call_next: CallNext) -> Outcome:
+                started = time.monotonic()
+                outcome = await call_next(delivery)
+                seconds = time.monotonic() - started
+                histogram.observe(seconds, queue=delivery.envelope.queue, kind=outcome.kind.value)
+                return outcome
+
+        worker = Worker(AppQueues, backend, middleware=[Timing()])
     """
 
     async def around_call(self, delivery: Delivery, call_next: CallNext) -> Outcome:
