@@ -79,6 +79,7 @@ class Worker(Engine, Generic[Q]):
         self.shutdown_grace = _duration(shutdown_grace, "shutdown_grace")
         self.close_backend_on_shutdown = close_backend_on_shutdown
         self._face = JobFace(queue_set, self.job_timeout)
+        self._extra = (on_settled, tuple(middleware))
         own = [] if on_settled is None else [SettledCallback(on_settled, self._face)]
         default = sum(queue.config.prefetch for queue in self.queues)
         super().__init__(
@@ -114,6 +115,32 @@ class Worker(Engine, Generic[Q]):
             TypeError, DuplicateHandlerError: as for ``handler``.
         """
         self._face.register(job_type, target)
+
+    def replace(
+        self, *, queues: Sequence[Queue] | None = None, concurrency: int | None = None
+    ) -> Worker[Q]:
+        """A new worker like this one (same backend, handlers, options and middleware) but
+        consuming ``queues`` (default: this one's) with ``concurrency`` (default: the sum of
+        those queues' prefetch). Used by ``queuey worker --queues/--concurrency``.
+
+        Raises:
+            ConfigError: as for the constructor.
+        """
+        on_settled, middleware = self._extra
+        copy = Worker(
+            self.queue_set,
+            self.backend,
+            queues=self.queues if queues is None else queues,
+            concurrency=concurrency,
+            job_timeout=self.job_timeout,
+            shutdown_grace=self.shutdown_grace,
+            close_backend_on_shutdown=self.close_backend_on_shutdown,
+            paused=self.paused,
+            on_settled=on_settled,
+            middleware=middleware,
+        )
+        copy._face.adopt(self._face)
+        return copy
 
     async def run(self) -> None:
         """Declare the queues, consume until ``shutdown``, then shut down gracefully.

@@ -1,6 +1,6 @@
 """``Subscriber``: runs an app's functions on the messages of its subscribed topics.
 
-A thin assembler: the topic face (``_runtime.faces.topic``) on the engine shared with the
+A thin assembler: the topic face (``topics._face``) on the engine shared with the
 typed-job ``Worker`` (``_runtime.engine``): one consumer per topic (``batch`` messages at a
 time), ``concurrency`` messages handled at once, the same middleware chain. Each message names
 its function (the subscriber); success acks it, a failure retries it after
@@ -21,12 +21,12 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from queuey._runtime.engine import Engine
-from queuey._runtime.faces.topic import TopicFace
 from queuey._runtime.middleware import Middleware
 from queuey.backends.base import Backend
 from queuey.durations import Duration, parse_duration
 from queuey.queues import QueueConfig
 from queuey.topics._decision import not_loaded
+from queuey.topics._face import TopicFace
 from queuey.topics.config import QueuesConfig
 from queuey.topics.function import Function
 

@@ -4,7 +4,8 @@ run ended, and names the log fields and wording of the outcome; everything else 
 chain, the settle, counting settle failures, releasing on shutdown) is the runner's, once for
 both faces.
 
-The two faces live in ``faces.job`` (typed jobs) and ``faces.topic`` (topic messages).
+The two faces live in ``faces.job`` (typed jobs) and ``queuey.topics._face`` (topic messages, in
+the topics layer, which sits above the runtime).
 """
 
 from __future__ import annotations

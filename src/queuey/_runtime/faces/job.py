@@ -84,6 +84,10 @@ class JobFace:
             raise DuplicateHandlerError(name)
         self._handlers[name] = make_entry(job_type, target)
 
+    def adopt(self, other: JobFace) -> None:
+        """Take every handler registered on ``other`` (a worker copied with other options)."""
+        self._handlers.update(other._handlers)
+
     async def run(self, envelope: Envelope, queue: QueueConfig, executor: Executor) -> Outcome:
         """Decode the job, call its handler under the timeout and decide (see ``Face.run``)."""
         entry = self._handlers.get(envelope.job_type)
