@@ -82,6 +82,7 @@ class Statements:
             "schema": sql.Identifier(self.schema),
             "table": sql.Identifier(self.schema, self.table),
             "migrations": sql.Identifier(self.schema, "queuey_migrations"),
+            "paused": sql.Identifier(self.schema, f"{self.table}_paused"[:63]),
         }
         for index in _INDEXES:
             self.names[f"{index}_index"] = sql.Identifier(f"{self.table}_{index}"[:63])
