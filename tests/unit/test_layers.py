@@ -38,6 +38,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "queues",
             "jobs",
             "_outcome",
+            "_run_scope",
         ),
         (),
     ),

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
@@ -76,14 +77,24 @@ class Delivery(Protocol):
         ...
 
     @property
-    def cancel_requested(self) -> asyncio.Event | None:
-        """Set when the job was cancelled while it runs (``Backend.cancel``); ``None`` when
-        this backend cannot tell a running job (then it never is)."""
+    def cancel_requested(self) -> asyncio.Future[None] | None:
+        """Done once the job was cancelled while it runs (``Backend.cancel``); ``None`` when
+        this backend cannot reach a running job (then it never is)."""
         ...
 
     async def cancelled(self) -> None:
         """The handler stopped because the job was cancelled: the backend already records it
         as cancelled, so only free this delivery (nothing is retried)."""
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        """A database transaction (yielding the driver's connection) in which the handler's
+        writes and this run's success commit together, fenced like every settle; the later
+        ``ack`` then only frees the delivery.
+
+        Raises:
+            NotSupportedError: this backend has no such transaction (only PostgreSQL has).
+        """
         ...
 
 

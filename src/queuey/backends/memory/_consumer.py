@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
+from typing import Any
 
 from queuey.backends.base import Delivery
 from queuey.backends.memory._store import QueueState, Store, now
 from queuey.envelope import Envelope
-from queuey.errors import BackendError
+from queuey.errors import BackendError, NotSupportedError
 
 __all__ = ["MemoryConsumer", "MemoryDelivery"]
 
@@ -37,7 +39,7 @@ class MemoryDelivery:
         self._envelope = envelope
         self._on_settled = on_settled
         self._settled = False
-        self._cancel = asyncio.Event()
+        self._cancel: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         store.running[envelope.job_id] = self._cancel
 
     @property
@@ -46,9 +48,17 @@ class MemoryDelivery:
         return self._envelope
 
     @property
-    def cancel_requested(self) -> asyncio.Event:
-        """Set by ``MemoryBackend.cancel`` while the job runs."""
+    def cancel_requested(self) -> asyncio.Future[None]:
+        """Done once ``MemoryBackend.cancel`` reached the job while it runs."""
         return self._cancel
+
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        """Raises:
+        NotSupportedError: always; the memory backend has no database transaction.
+        """
+        raise NotSupportedError(
+            "ctx.transaction() needs the PostgreSQL backend; MemoryBackend has no database"
+        )
 
     async def ack(self) -> None:
         """Record success (``acked(q)``).
@@ -94,9 +104,9 @@ class MemoryDelivery:
         self._settled = True
         self._store.running.pop(self._envelope.job_id, None)
         self._on_settled()
-        if self._cancel.is_set():
+        if self._cancel.done():
             self._queue.cancelled.append(self._envelope)
-        if self._cancel.is_set() and not cancelling:
+        if self._cancel.done() and not cancelling:
             raise BackendError(
                 f"job {self._envelope.job_id} was cancelled while it ran; "
                 "its outcome is not recorded"

@@ -71,7 +71,7 @@ class Store:
         self.queues: dict[tuple[Kind, str], QueueState] = {}
         self.closed = False
         self._timers: dict[str, Waiting] = {}
-        self.running: dict[str, asyncio.Event] = {}  # job id -> its cancel request
+        self.running: dict[str, asyncio.Future[None]] = {}  # job id -> its cancel request
         self._in_flight = 0
         self._activity = asyncio.Event()
 
@@ -158,9 +158,9 @@ class Store:
                     del queue.pending[index]
                     return self._cancelled(queue, item.envelope)
         request = self.running.get(job_id)
-        if request is None or request.is_set():
+        if request is None or request.done():
             return "not_found"
-        request.set()
+        request.set_result(None)
         return "requested"
 
     def _cancelled(self, queue: QueueState, envelope: Envelope) -> Literal["cancelled"]:

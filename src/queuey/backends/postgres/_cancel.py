@@ -2,8 +2,8 @@
 
 ``cancel`` (``queries.sql``) marks a running row cancelled and notifies its owner on the
 schema's cancellation channel with ``"<owner> <id>"``. The backend's listener hands each such
-payload to ``Cancellations.notified``, which sets the event of the delivery running that row, if
-this process is its owner and still runs it. The runner watches that event
+payload to ``Cancellations.notified``, which completes the future of the delivery running that
+row, if this process is its owner and still runs it. The runner watches that future
 (``Delivery.cancel_requested``). Whatever the handler does afterwards, the row is already
 cancelled: every settle of its worker is refused by the fence.
 """
@@ -37,22 +37,22 @@ class Cancellations:
 
     def __init__(self, owner: str) -> None:
         self.owner = owner
-        self._events: dict[str, asyncio.Event] = {}
+        self._events: dict[str, asyncio.Future[None]] = {}
 
-    def watch(self, row_id: str) -> asyncio.Event:
-        """The event set when ``row_id`` is cancelled while this process runs it."""
-        event = self._events[row_id] = asyncio.Event()
-        return event
+    def watch(self, row_id: str) -> asyncio.Future[None]:
+        """The future done when ``row_id`` is cancelled while this process runs it."""
+        future = self._events[row_id] = asyncio.get_running_loop().create_future()
+        return future
 
     def forget(self, row_id: str) -> None:
         """``row_id`` was settled: a cancel can no longer reach it here."""
         self._events.pop(row_id, None)
 
     def notified(self, payload: str) -> None:
-        """A notification ``"<owner> <id>"``: set the event of that row if this process is its
-        owner and still runs it."""
+        """A notification ``"<owner> <id>"``: complete the future of that row if this process
+        is its owner and still runs it."""
         owner, _, row_id = payload.rpartition(" ")
-        event = self._events.get(row_id) if owner == self.owner else None
-        if event is not None:
+        future = self._events.get(row_id) if owner == self.owner else None
+        if future is not None and not future.done():
             log.info("job %s was cancelled while it ran; stopping it", row_id)
-            event.set()
+            future.set_result(None)

@@ -86,8 +86,8 @@ class PgDelivery:
         return self._claim.envelope.job_id
 
     @property
-    def cancel_requested(self) -> asyncio.Event:
-        """Set when ``cancel`` reached this row while it runs (through the listener)."""
+    def cancel_requested(self) -> asyncio.Future[None]:
+        """Done when ``cancel`` reached this row while it runs (through the listener)."""
         return self._cancel
 
     @asynccontextmanager
