@@ -94,7 +94,7 @@ async def test_a_failure_inside_rolls_the_write_back_and_retries(
                     raise RuntimeError("boom after the write")
 
         await producer.enqueue(Write(n=1))
-        stats = worker.stats[TxnQueues.work.name]  # type: ignore[attr-defined]
+        stats = worker.stats[TxnQueues.work.name]
         await run_until(worker, lambda: stats.dead == 1)  # no retry policy: dead at once
     assert await writes(database_url, schema) == []  # attempt 1's write was rolled back
     assert await statuses(database_url, schema) == [("failed", 1)]
@@ -154,7 +154,7 @@ async def test_a_cancelled_jobs_completion_is_refused(database_url: str, schema:
         await asyncio.wait_for(started.wait(), 10)
         assert await producer.cancel(job_id) == "requested"
         go.set()
-        stats = worker.stats[TxnQueues.work.name]  # type: ignore[attr-defined]
+        stats = worker.stats[TxnQueues.work.name]
         async with asyncio.timeout(10):
             while stats.cancelled == 0:
                 await asyncio.sleep(0.02)

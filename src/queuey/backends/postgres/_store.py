@@ -45,7 +45,7 @@ from queuey.errors import SchemaError
 from queuey.queues import QueueConfig
 from queuey.secrets import remember
 
-__all__ = ["BACKGROUND_TIMEOUT", "Params", "PublishQuery", "Store"]
+__all__ = ["BACKGROUND_TIMEOUT", "Params", "PublishQuery", "Store", "schema_error"]
 
 R = TypeVar("R")
 Params = dict[str, Any]
@@ -371,18 +371,9 @@ class Store:
         Raises:
             SchemaError: the schema is missing or behind; the message says to migrate it.
         """
-        applied = await self.applied_versions()
-        missing = sorted(m.version for m in migrations() if m.version not in applied)
-        version, needed = max(applied, default=0), latest_version()
-        if not missing:
-            return
-        schema = self.statements.schema
-        state = (
-            f"is at version {version}, this queuey needs {needed}"
-            if version < needed
-            else f"lacks migration {', '.join(map(str, missing))}"
-        )
-        raise SchemaError(f"schema {schema!r} {state}: run `queuey db migrate --schema {schema}`")
+        error = schema_error(self.statements.schema, await self.applied_versions())
+        if error is not None:
+            raise error
 
     async def lock_migrations(self) -> None:
         """``migrate_lock``: hold the schema's migration lock until the transaction ends."""
@@ -450,6 +441,22 @@ class Store:
         """``ops_discard``: delete rows of ``status`` (this one, of this queue)."""
         params = {"id": row_id, "queue": queue, "status": status}
         return await self._fetch("ops_discard", params, class_row(Touched))
+
+
+def schema_error(schema: str, applied: Collection[int]) -> SchemaError | None:
+    """The ``SchemaError`` of a schema with the migrations ``applied``: ``None`` when it has
+    every migration of this version, else one saying to migrate it (also when a migration
+    numbered below the highest applied is missing: added by a later release)."""
+    missing = sorted(m.version for m in migrations() if m.version not in applied)
+    if not missing:
+        return None
+    version, needed = max(applied, default=0), latest_version()
+    state = (
+        f"is at version {version}, this queuey needs {needed}"
+        if version < needed
+        else f"lacks migration {', '.join(map(str, missing))}"
+    )
+    return SchemaError(f"schema {schema!r} {state}: run `queuey db migrate --schema {schema}`")
 
 
 def _job_types(config: QueueConfig) -> list[str] | None:

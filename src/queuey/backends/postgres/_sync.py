@@ -24,9 +24,8 @@ from queuey.backends.postgres._errors import (
     UndefinedTableError,
     database_errors,
 )
-from queuey.backends.postgres._sql import Statements, latest_version
-from queuey.backends.postgres._store import Params, PublishQuery
-from queuey.errors import SchemaError
+from queuey.backends.postgres._sql import Statements
+from queuey.backends.postgres._store import Params, PublishQuery, schema_error
 from queuey.secrets import remember
 
 __all__ = ["SyncStore", "caller_connection"]
@@ -108,16 +107,24 @@ class SyncStore:
         with database_errors():
             self._pool.open(wait=False)
         try:
-            (version,) = self._fetch("schema_version", None)
+            self._check_schema()
+        except BaseException:
+            self._pool.close()  # no thread left retrying to connect
+            raise
+
+    def _check_schema(self) -> None:
+        """Refuse a schema lacking any migration (the store's rule, ``schema_error``).
+
+        Raises:
+            SchemaError: the schema is missing or lacks a migration.
+        """
+        try:
+            applied = {int(v) for v in self._fetch("applied_versions", None)}
         except UndefinedTableError:
-            version = 0
-        needed = latest_version()
-        if int(version) < needed:
-            schema = self.statements.schema
-            raise SchemaError(
-                f"schema {schema!r} is at version {version}, this queuey needs {needed}: "
-                f"run `queuey db migrate --schema {schema}`"
-            )
+            applied = set()
+        error = schema_error(self.statements.schema, applied)
+        if error is not None:
+            raise error
 
     def close(self) -> None:
         """Close the pool."""
