@@ -22,7 +22,8 @@ __all__ = ["ProducerBase", "check_priority", "delay_of"]
 
 
 def check_priority(priority: object, queue: QueueConfig) -> int:
-    """``priority`` if it is an integer in ``0..queue.max_priority``.
+    """``priority`` if it is an integer in ``0..queue.max_priority`` (a topic's range is named
+    as the topic's).
 
     Raises:
         TypeError: ``priority`` is not an ``int`` (a ``bool`` is not one).
@@ -31,8 +32,10 @@ def check_priority(priority: object, queue: QueueConfig) -> int:
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise TypeError(f"priority must be an int, got {type(priority).__name__}")
     if not 0 <= priority <= queue.max_priority:
+        noun = "topic" if queue.kind == "topic" else "queue"
         raise ValueError(
-            f"priority {priority} is out of range for queue {queue.name!r}: 0..{queue.max_priority}"
+            f"priority {priority} is out of range for {noun} {queue.name!r}: "
+            f"0..{queue.max_priority}"
         )
     return priority
 
