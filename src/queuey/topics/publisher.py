@@ -13,8 +13,8 @@ import json
 import logging
 from typing import Any
 
-from queuey.backends.base import Backend
 from queuey._runtime.producer_base import check_priority
+from queuey.backends.base import Backend
 from queuey.envelope import Envelope
 from queuey.queues import DEFAULT_MAX_PRIORITY, QueueConfig
 from queuey.topics.config import QueuesConfig, topic_error
