@@ -6,7 +6,8 @@ with ``queuey serve``. A request is checked in this order, and the first failing
 invalid (even on a public route); 403 wrong role or organisation class; 413 body over the limit;
 400 body not JSON; 400 not a topic (or a priority, from the ``priority`` query parameter or
 the ``X-Queuey-Priority`` header, that is not a whole number in range); then 202 with the
-publication, or 500 when the database fails. Every error body is ``{"error": "..."}`` and never quotes a credential.
+publication, or 500 when the database fails. Every error body is ``{"error": "..."}`` and
+never quotes a credential.
 
 Whatever follows ``{base}/queues/`` is the topic, so a malformed one (empty, with a slash,
 encoded or not, a newline or another character a topic cannot have) reaches the topic check
