@@ -2,6 +2,11 @@
 
 ``enqueue`` accepts only ``Job[Q]`` instances, so ``mypy --strict`` rejects a job of another
 queue set; the same check runs at runtime (``TypeError``) before anything is published.
+
+Before anything is written, every enqueue also checks that each job's payload is JSON every
+backend stores alike (``_payload``: a ``PayloadError`` naming the job type and the field) and
+that a delay is one the backend can hold (a ``ConfigError`` naming it: at most
+``Backend.max_delay``, itself at most ``MAX_DURATION``).
 """
 
 from __future__ import annotations
@@ -10,9 +15,11 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Generic
 
+from queuey._payload import job_payload
 from queuey.backends.base import Backend
-from queuey.durations import Duration, parse_delay
+from queuey.durations import MAX_DURATION, Duration, parse_delay
 from queuey.envelope import Envelope
+from queuey.errors import ConfigError
 from queuey.jobs import Job, Q
 
 __all__ = ["Producer"]
@@ -60,7 +67,7 @@ class Producer(Generic[Q]):
 
     def _envelope(self, job: Job[Q], priority: int = 0) -> Envelope:
         name, queue = self._target(type(job))
-        return Envelope.new(name, queue, job.model_dump(mode="json"), priority=priority)
+        return Envelope.new(name, queue, job_payload(job, name), priority=priority)
 
     def _envelopes(self, jobs: Sequence[Job[Q]]) -> list[Envelope]:
         """One envelope per job, each job class checked and resolved once per call."""
@@ -71,8 +78,24 @@ class Producer(Generic[Q]):
             target = targets.get(job_type)
             if target is None:
                 target = targets[job_type] = self._target(job_type)
-            envelopes.append(Envelope.new(target[0], target[1], job.model_dump(mode="json")))
+            envelopes.append(Envelope.new(target[0], target[1], job_payload(job, target[0])))
         return envelopes
+
+    def _delay(self, value: Duration, what: str) -> timedelta:
+        """``value`` as a delay this producer's backend can hold.
+
+        Raises:
+            ConfigError: naming ``what``: not a delay, negative, or longer than the backend's
+                ``max_delay``.
+        """
+        delay = parse_delay(value, what)
+        limit: timedelta = getattr(self.backend, "max_delay", MAX_DURATION)  # an older backend
+        if delay > limit:
+            raise ConfigError(
+                f"{what}: {value!r} is longer than {type(self.backend).__name__} can hold a "
+                f"message ({_spelled(limit)})"
+            )
+        return delay
 
     async def enqueue(self, job: Job[Q], *, connection: Any = None) -> str:
         """Enqueue ``job`` for now at priority 0; returns its job id (a UUID string).
@@ -84,6 +107,8 @@ class Producer(Generic[Q]):
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
+            PayloadError: a field is not JSON every backend stores alike (NaN, a lone
+                surrogate...); nothing was enqueued.
             BackendError: the backend refused it; nothing was enqueued.
         """
         envelope = self._envelope(job)
@@ -96,11 +121,13 @@ class Producer(Generic[Q]):
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
-            ConfigError: ``delay`` does not parse or is negative.
+            PayloadError: a field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold (``backend.max_delay``).
             BackendError: the backend refused it.
         """
+        wait = self._delay(delay, "enqueue_after delay")
         envelope = self._envelope(job)
-        wait = parse_delay(delay, "enqueue_after delay")
         await self.backend.publish([envelope], wait, connection=connection)
         return envelope.job_id
 
@@ -110,11 +137,15 @@ class Producer(Generic[Q]):
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
+            PayloadError: a field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold (``backend.max_delay``).
             UnknownQueueError: (RabbitMQ) the queue was never declared by this backend.
         """
+        wait = self._delay(delay, "defer delay")
         top = type(job).job_queue().config.top_priority if isinstance(job, Job) else 0
         envelope = self._envelope(job, priority=top)
-        await self.backend.defer(envelope, parse_delay(delay, "defer delay"))
+        await self.backend.defer(envelope, wait)
         return envelope.job_id
 
     async def enqueue_many(
@@ -129,10 +160,19 @@ class Producer(Generic[Q]):
 
         Raises:
             TypeError: a job belongs to another queue set (nothing is enqueued).
+            PayloadError: a job's field is not JSON every backend stores alike (nothing is
+                enqueued).
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold (``backend.max_delay``).
             BackendError: the backend refused them.
         """
+        wait = None if delay is None else self._delay(delay, "enqueue_many delay")
         envelopes = self._envelopes(jobs)
         if envelopes:
-            wait = None if delay is None else parse_delay(delay, "enqueue_many delay")
             await self.backend.publish(envelopes, wait or timedelta(0), connection=connection)
         return [envelope.job_id for envelope in envelopes]
+
+
+def _spelled(limit: timedelta) -> str:
+    """``limit`` for a message: ``24.8 days`` or ``3650 days``."""
+    return f"{limit / timedelta(days=1):.3g} days"
