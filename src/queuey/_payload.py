@@ -285,8 +285,35 @@ def _model_problem(model: BaseModel, path: str, exc: BaseException) -> Problem:
             value = getattr(model, name, None)
             if isinstance(value, BaseModel):
                 return _model_problem(value, f"{path}.{name}", inner)
+            found = _surrogate_in(value, f"{path}.{name}", 0)  # pydantic writes keys as UTF-8
+            if found is not None:
+                return found
             return f"{path}.{name}", f"cannot be serialised: {_first_line(inner)}"
     return path, f"cannot be serialised: {_first_line(exc)}"
+
+
+def _surrogate_in(value: Any, path: str, depth: int) -> Problem | None:
+    """The first string or key with a lone surrogate inside a field's Python value."""
+    if depth > 2 * MAX_DEPTH:
+        return None
+    if isinstance(value, str):
+        problem = _string_problem(value)
+        return None if problem is None else (path, f"is a string with {problem}")
+    if isinstance(value, BaseModel):
+        value = {name: getattr(value, name, None) for name in type(value).model_fields}
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and (problem := _string_problem(key)) is not None:
+                return path, f"has a key with {problem}"
+            named = isinstance(key, str) and key.isidentifier()
+            child = f"{path}.{key}" if named else f"{path}[{key!r}]"
+            if (found := _surrogate_in(item, child, depth + 1)) is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            if (found := _surrogate_in(item, f"{path}[{index}]", depth + 1)) is not None:
+                return found
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

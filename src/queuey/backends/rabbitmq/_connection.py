@@ -24,10 +24,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractMessage
+from aio_pika.exceptions import ChannelInvalidStateError
 
 from queuey.backends.rabbitmq._errors import describe, password_of, redact, translated
 from queuey.backends.rabbitmq._options import RabbitMqOptions
@@ -37,6 +39,9 @@ from queuey.secrets import remember
 __all__ = ["Link", "Restore"]
 
 log = logging.getLogger("queuey.rabbitmq")
+
+T = TypeVar("T")
+_RETRY_PAUSE = 0.05  # seconds between two tries of a publish whose connection died
 
 Restore = Callable[[AbstractConnection], Awaitable[None]]
 """Run on every new connection before it is handed out (re-declares the topology)."""
@@ -176,12 +181,37 @@ class Link:
             while (busy := self._in_flight.get(key)) is not None:
                 await busy.wait()
             done = self._in_flight[key] = asyncio.Event()
-            try:
+
+            async def publish() -> None:
                 channel = await self._confirm_channel()
                 await channel.default_exchange.publish(message, routing_key, mandatory=True)
+
+            try:
+                # The broker may have had a message whose connection died before the confirm:
+                # publishing it again is at least once, never lost.
+                await self.again_after_reconnecting(publish, f"publishing to {routing_key!r}")
             finally:
                 del self._in_flight[key]
                 done.set()
+
+    async def again_after_reconnecting(self, step: Callable[[], Awaitable[T]], what: str) -> T:
+        """Run ``step``; if the connection dies under it, run it again once the connection is
+        back, as often as it takes. Call it under ``bounded``, whose deadline ends the waiting.
+
+        Raises:
+            Exception: whatever ``step`` raised other than a lost connection.
+        """
+        while True:
+            used = self._connection
+            try:
+                return await step()
+            except ConnectionError:
+                pass
+            except ChannelInvalidStateError:
+                if used is not None and _alive(used):
+                    raise  # the channel alone was closed (by an error of its own)
+            log.warning("connection lost while %s; trying again once it is back", what)
+            await asyncio.sleep(_RETRY_PAUSE)
 
     @property
     def connected(self) -> bool:

@@ -232,21 +232,25 @@ class Router:
         (see the module docstring); concurrent callers wait for one declaration."""
         if self._is_fresh(hold.name):
             return
-        async with self.bounded(f"declaring hold queue {hold.name!r}", deadline):
-            async with self._hold_lock:
-                if self._is_fresh(hold.name):
-                    return  # declared while we waited for the lock
-                channel = await self._link.declarer()
-                generation = self._link.generation
-                self.hold_declarations += 1
-                await channel.declare_queue(
-                    hold.name,
-                    durable=hold.durable,
-                    arguments=dict(hold_arguments(hold.base, hold.ttl_ms)),
-                )
-                trusted = asyncio.get_running_loop().time() + hold.ttl_ms / 2000
-                self._fresh[hold.name] = (generation, trusted)
-                self._holds.add(hold.name)
+        what = f"declaring hold queue {hold.name!r}"
+
+        async def declare() -> None:
+            if self._is_fresh(hold.name):
+                return  # declared while we waited (for the lock, or the connection)
+            channel = await self._link.declarer()
+            generation = self._link.generation
+            self.hold_declarations += 1
+            await channel.declare_queue(
+                hold.name,
+                durable=hold.durable,
+                arguments=dict(hold_arguments(hold.base, hold.ttl_ms)),
+            )
+            trusted = asyncio.get_running_loop().time() + hold.ttl_ms / 2000
+            self._fresh[hold.name] = (generation, trusted)
+            self._holds.add(hold.name)
+
+        async with self.bounded(what, deadline), self._hold_lock:
+            await self._link.again_after_reconnecting(declare, what)
 
     def _is_fresh(self, name: str) -> bool:
         fresh = self._fresh.get(name)
