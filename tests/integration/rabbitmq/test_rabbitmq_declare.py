@@ -49,7 +49,8 @@ async def test_declared_topology_reads_back_from_the_broker(
 
     producer = await Producer.create(Queues, rabbitmq)
     await producer.defer(Email(to="a@b.c"), "2.5s")
-    await producer.enqueue_after(Email(to="d@e.f"), "400ms")
+    # rounded up to 4 s; its x-expires (8 s) outlasts rabbitmqctl's few seconds on a busy box
+    await producer.enqueue_after(Email(to="d@e.f"), "3400ms")
 
     queues = await list_queues(prefix)
     emails, plain = f"{prefix}.emails", f"{prefix}.plain"
@@ -72,13 +73,13 @@ async def test_declared_topology_reads_back_from_the_broker(
                 "x-expires": 6000,
             },
         },
-        f"{emails}.hold.1000": {
+        f"{emails}.hold.4000": {
             "durable": True,
             "arguments": {
-                "x-message-ttl": 1000,
+                "x-message-ttl": 4000,
                 "x-dead-letter-exchange": "",
                 "x-dead-letter-routing-key": emails,
-                "x-expires": 2000,
+                "x-expires": 8000,
             },
         },
         plain: {
