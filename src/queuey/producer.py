@@ -2,6 +2,11 @@
 
 ``enqueue`` accepts only ``Job[Q]`` instances, so ``mypy --strict`` rejects a job of another
 queue set; the same check runs at runtime (``TypeError``) before anything is published.
+
+Every enqueue answers with an ``EnqueueResult``: the job id (a ``str``) that also says whether
+a job was inserted. Only a job whose class declares ``unique=`` can be refused; it goes
+through the backend's ``publish_unique`` (PostgreSQL and memory), every other job through the
+plain ``publish``, exactly as before.
 """
 
 from __future__ import annotations
@@ -10,12 +15,41 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Generic
 
-from queuey.backends.base import Backend
+from queuey.backends.base import Backend, UniqueBackend
 from queuey.durations import Duration, parse_delay
 from queuey.envelope import Envelope
-from queuey.jobs import Job, Q
+from queuey.errors import ConfigError
+from queuey.jobs import Job, Q, unique_key_of
+from queuey.queues import QueueSet
+from queuey.unique import EnqueueResult, UniqueKey
 
-__all__ = ["Producer"]
+__all__ = ["Producer", "unique_backend"]
+
+
+def unique_backend(backend: Backend, what: str) -> UniqueBackend:
+    """``backend`` if it enforces unique keys.
+
+    Raises:
+        ConfigError: it does not (RabbitMQ); the message names ``what`` needed it.
+    """
+    if not isinstance(backend, UniqueBackend):
+        raise ConfigError(
+            f"{what}: unique jobs need PostgreSQL or memory; {type(backend).__name__} has no "
+            "way to refuse a duplicate"
+        )
+    return backend
+
+
+def unique_jobs(queue_set: type[QueueSet]) -> list[str]:
+    """The names of the job classes of ``queue_set`` that declare ``unique=``."""
+    found, stack = [], list(Job.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        queue = cls.__queuey_queue__
+        if queue is not None and queue.queue_set is queue_set and cls.__queuey_unique__:
+            found.append(cls.__qualname__)
+    return sorted(set(found))
 
 
 class Producer(Generic[Q]):
@@ -31,9 +65,14 @@ class Producer(Generic[Q]):
         """A producer whose queues are declared on ``backend``.
 
         Raises:
+            ConfigError: a job class of the set declares ``unique=`` and ``backend`` cannot
+                refuse duplicates (RabbitMQ).
             BackendError: the declaration failed.
             SchemaError: (PostgreSQL) the schema needs ``queuey db migrate``.
         """
+        declaring = unique_jobs(queue_set)
+        if declaring:
+            unique_backend(backend, ", ".join(declaring))
         await backend.declare([queue.config for queue in queue_set.all()])
         return cls(queue_set, backend)
 
@@ -74,39 +113,64 @@ class Producer(Generic[Q]):
             envelopes.append(Envelope.new(target[0], target[1], job.model_dump(mode="json")))
         return envelopes
 
-    async def enqueue(self, job: Job[Q], *, connection: Any = None) -> str:
-        """Enqueue ``job`` for now at priority 0; returns its job id (a UUID string).
+    async def _unique(
+        self,
+        envelopes: list[Envelope],
+        keys: list[UniqueKey | None],
+        delay: timedelta | None,
+        connection: Any,
+    ) -> list[EnqueueResult]:
+        backend = unique_backend(self.backend, envelopes[0].job_type)
+        return await backend.publish_unique(envelopes, keys, delay, connection=connection)
+
+    async def enqueue(self, job: Job[Q], *, connection: Any = None) -> EnqueueResult:
+        """Enqueue ``job`` for now at priority 0.
 
         Args:
             job: a job of this producer's queue set.
             connection: (PostgreSQL) the caller's psycopg ``AsyncConnection``; the job then
                 commits or rolls back with the caller's transaction.
 
+        Returns:
+            Its job id (a UUID string) as an ``EnqueueResult``, whose ``inserted`` is
+            ``False`` when a unique job's duplicate was refused (the id is then the existing
+            job's).
+
         Raises:
             TypeError: ``job`` belongs to another queue set.
+            ConfigError: ``job`` is unique and the backend cannot refuse duplicates.
             BackendError: the backend refused it; nothing was enqueued.
         """
         envelope = self._envelope(job)
+        if type(job).__queuey_unique__ is not None:
+            (result,) = await self._unique([envelope], [unique_key_of(job)], None, connection)
+            return result
         await self.backend.publish([envelope], connection=connection)
-        return envelope.job_id
+        return EnqueueResult(envelope.job_id)
 
-    async def enqueue_after(self, job: Job[Q], delay: Duration, *, connection: Any = None) -> str:
+    async def enqueue_after(
+        self, job: Job[Q], delay: Duration, *, connection: Any = None
+    ) -> EnqueueResult:
         """Enqueue ``job`` to be delivered after ``delay`` (string, ``timedelta`` or seconds;
-        0 = now) at priority 0. Returns its job id.
+        0 = now) at priority 0. Returns what ``enqueue`` returns.
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
-            ConfigError: ``delay`` does not parse or is negative.
+            ConfigError: ``delay`` does not parse or is negative; or as for ``enqueue``.
             BackendError: the backend refused it.
         """
         envelope = self._envelope(job)
         wait = parse_delay(delay, "enqueue_after delay")
+        if type(job).__queuey_unique__ is not None:
+            (result,) = await self._unique([envelope], [unique_key_of(job)], wait, connection)
+            return result
         await self.backend.publish([envelope], wait, connection=connection)
-        return envelope.job_id
+        return EnqueueResult(envelope.job_id)
 
-    async def defer(self, job: Job[Q], delay: Duration) -> str:
+    async def defer(self, job: Job[Q], delay: Duration) -> EnqueueResult:
         """Hold ``job`` for ``delay``, then deliver it at its queue's top priority, ahead of the
-        backlog. Returns its job id.
+        backlog. Returns what ``enqueue`` returns (a unique job is published with its key,
+        due after ``delay``).
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
@@ -114,8 +178,12 @@ class Producer(Generic[Q]):
         """
         top = type(job).job_queue().config.top_priority if isinstance(job, Job) else 0
         envelope = self._envelope(job, priority=top)
-        await self.backend.defer(envelope, parse_delay(delay, "defer delay"))
-        return envelope.job_id
+        wait = parse_delay(delay, "defer delay")
+        if type(job).__queuey_unique__ is not None:
+            (result,) = await self._unique([envelope], [unique_key_of(job)], wait, None)
+            return result
+        await self.backend.defer(envelope, wait)
+        return EnqueueResult(envelope.job_id)
 
     async def enqueue_many(
         self,
@@ -123,16 +191,24 @@ class Producer(Generic[Q]):
         *,
         delay: Duration | None = None,
         connection: Any = None,
-    ) -> list[str]:
-        """Enqueue ``jobs`` all or none (one round trip on PostgreSQL); returns their ids in
-        order.
+    ) -> list[EnqueueResult]:
+        """Enqueue ``jobs`` all or none (one round trip on PostgreSQL).
+
+        Returns:
+            One ``EnqueueResult`` per job, in order: a unique job refused as a duplicate (of
+            an earlier job, or of one in this call) has ``inserted=False`` and the holder's id.
 
         Raises:
             TypeError: a job belongs to another queue set (nothing is enqueued).
+            ConfigError: a job is unique and the backend cannot refuse duplicates.
             BackendError: the backend refused them.
         """
         envelopes = self._envelopes(jobs)
-        if envelopes:
-            wait = None if delay is None else parse_delay(delay, "enqueue_many delay")
-            await self.backend.publish(envelopes, wait or timedelta(0), connection=connection)
-        return [envelope.job_id for envelope in envelopes]
+        if not envelopes:
+            return []
+        wait = None if delay is None else parse_delay(delay, "enqueue_many delay")
+        if any(type(job).__queuey_unique__ is not None for job in jobs):
+            keys = [unique_key_of(job) for job in jobs]
+            return await self._unique(envelopes, keys, wait, connection)
+        await self.backend.publish(envelopes, wait or timedelta(0), connection=connection)
+        return [EnqueueResult(envelope.job_id) for envelope in envelopes]

@@ -38,6 +38,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "queues",
             "jobs",
             "_outcome",
+            "unique",
+            "schedule",
         ),
         (),
     ),

@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Literal
 
+from queuey.backends.memory._keys import Keys, WallClock
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
+from queuey.unique import EnqueueResult, UniqueKey
 
 __all__ = ["Pending", "QueueState", "Store", "now"]
 
@@ -52,13 +54,25 @@ class QueueState:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+@dataclass
+class _Timer:
+    """An envelope waiting on a timer, and which counter of which queue it is in."""
+
+    handle: asyncio.TimerHandle
+    queue: QueueState
+    counter: Timer
+    envelope: Envelope
+
+
 class Store:
     """Every queue of one memory backend, its timers, and how many deliveries are out."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: datetime | None = None) -> None:
         self.queues: dict[tuple[Kind, str], QueueState] = {}
         self.closed = False
-        self._timers: set[asyncio.TimerHandle] = set()
+        self.keys = Keys()
+        self.clock = WallClock(start)
+        self._timers: dict[str, _Timer] = {}
         self._in_flight = 0
         self._activity = asyncio.Event()
 
@@ -119,20 +133,70 @@ class Store:
     def _later(self, delay: timedelta, envelope: Envelope, counter: Timer) -> None:
         queue = self.queue(envelope.queue, envelope.kind)
         _count(queue, counter, +1)
+        job_id = envelope.job_id
 
         def release() -> None:
-            self._timers.discard(handle)
+            self._timers.pop(job_id, None)
             _count(queue, counter, -1)
             self.insert(envelope)
 
         handle = asyncio.get_running_loop().call_later(delay.total_seconds(), release)
-        self._timers.add(handle)
+        self._timers[job_id] = _Timer(handle, queue, counter, envelope)
+
+    # -- unique keys --------------------------------------------------------------------------
+
+    def publish_unique(
+        self,
+        envelopes: Sequence[Envelope],
+        keys: Sequence[UniqueKey | None],
+        delay: timedelta | None,
+    ) -> list[EnqueueResult]:
+        """Publish each envelope unless a job in a refused state holds its key (see
+        ``UniqueBackend.publish_unique``)."""
+        results = []
+        for envelope, key in zip(envelopes, keys, strict=True):
+            full = None if key is None else key.bucketed(self.clock.epoch())
+            holder = None if full is None else self.keys.holder(full)
+            if holder is None:
+                if key is not None and full is not None:
+                    self.keys.take(full, envelope.job_id, key.mask)
+                self.publish([envelope], delay)
+                results.append(EnqueueResult(envelope.job_id, True))
+                continue
+            if key is not None and key.replace and self.keys.state(holder) == "pending":
+                self._replace(holder, envelope, delay)
+            results.append(EnqueueResult(holder, False))
+        return results
+
+    def _replace(self, job_id: str, envelope: Envelope, delay: timedelta | None) -> None:
+        """Pending job ``job_id`` takes ``envelope``'s payload and headers, due after
+        ``delay``."""
+        old = self._unqueue(job_id)
+        if old is None:
+            return
+        fresh = old.model_copy(update={"payload": envelope.payload, "headers": envelope.headers})
+        self.publish([fresh], delay)
+
+    def _unqueue(self, job_id: str) -> Envelope | None:
+        """Take pending job ``job_id`` out of its queue or timer; its envelope."""
+        timer = self._timers.pop(job_id, None)
+        if timer is not None:
+            timer.handle.cancel()
+            _count(timer.queue, timer.counter, -1)
+            return timer.envelope
+        for queue in self.queues.values():
+            for index, item in enumerate(queue.pending):
+                if item.envelope.job_id == job_id:
+                    del queue.pending[index]
+                    return item.envelope
+        return None
 
     # -- deliveries out -----------------------------------------------------------------------
 
-    def handed_out(self) -> None:
-        """A consumer handed out a delivery."""
+    def handed_out(self, envelope: Envelope) -> None:
+        """A consumer handed out a delivery of ``envelope``."""
         self._in_flight += 1
+        self.keys.moved(envelope.job_id, "running")
 
     def settled(self) -> None:
         """A handed-out delivery was settled."""
@@ -154,8 +218,8 @@ class Store:
     def close(self) -> None:
         """Refuse further work, cancel the timers, and wake every waiting consumer."""
         self.closed = True
-        for handle in self._timers:
-            handle.cancel()
+        for timer in self._timers.values():
+            timer.handle.cancel()
         self._timers.clear()
         for queue in self.queues.values():
             queue.changed.set()
