@@ -25,6 +25,8 @@ from queuey.jobs import Job, JobContext
 from queuey.producer import Producer
 from queuey.queues import DEFAULT_MAX_PRIORITY, Queue, QueueConfig, QueueSet
 from queuey.retry import Backoff, RetryPolicy
+from queuey.schedule import Schedule
+from queuey.unique import EnqueueResult, Unique
 from queuey.worker import QueueStats, Worker
 
 __version__ = "0.1.0"
@@ -40,6 +42,7 @@ __all__ = [
     "Delivery",
     "DuplicateHandlerError",
     "Duration",
+    "EnqueueResult",
     "Envelope",
     "Fatal",
     "HandlerSignal",
@@ -55,8 +58,10 @@ __all__ = [
     "QueueyError",
     "Retry",
     "RetryPolicy",
+    "Schedule",
     "SchemaError",
     "ShutDownError",
+    "Unique",
     "UnknownQueueError",
     "Worker",
     "parse_delay",
