@@ -1,7 +1,10 @@
-"""The settle decision as a pure function: what happens to a delivery given how its handler
-ended (seed ``001``'s per-delivery algorithm, SEEDS-DIGEST §2.7).
+"""Outcomes and the settle decision, as pure values and functions: what happens to a delivery
+given how its handler ended (seed ``001``'s per-delivery algorithm, SEEDS-DIGEST §2.7).
 
-Every backend applies the same decision; this module does no I/O.
+Both faces decide here: ``decide`` for typed jobs (signals and a ``RetryPolicy``), and
+``after_failure`` (the retry budget: retry after a delay, or dead-letter when it is spent) for
+every retryable failure of either face. ``spent_attempts`` is the one place the budget is
+counted. Every backend applies the same decision; this module does no I/O.
 """
 
 from __future__ import annotations
@@ -9,59 +12,119 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import Enum
+from typing import ClassVar, Protocol
 
 from queuey.envelope import Envelope
 from queuey.errors import Defer, Fatal
 from queuey.retry import RetryPolicy
 
 __all__ = [
+    "EXHAUSTED",
     "MAX_TEXT_BYTES",
     "Ack",
     "DeadLetter",
     "DeferFor",
     "Outcome",
+    "OutcomeKind",
     "RetryAfter",
+    "Schedule",
+    "after_failure",
     "clean_text",
     "decide",
     "describe",
+    "spent_attempts",
 ]
 
 
-@dataclass(frozen=True)
+class OutcomeKind(Enum):
+    """What became of a delivery; the value is the ``QueueStats`` field that counts it."""
+
+    SUCCEEDED = "succeeded"
+    RETRIED = "retried"
+    DEFERRED = "deferred"
+    DEAD = "dead"
+
+
+@dataclass(frozen=True, slots=True)
 class Ack:
     """The handler succeeded."""
 
+    kind: ClassVar[OutcomeKind] = OutcomeKind.SUCCEEDED
 
-@dataclass(frozen=True)
+    @property
+    def text(self) -> str:
+        """Always ``""``."""
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
 class RetryAfter:
     """Schedule ``envelope`` (the next attempt) after ``delay``; ``error`` says why."""
 
     envelope: Envelope
     delay: timedelta
     error: str
+    kind: ClassVar[OutcomeKind] = OutcomeKind.RETRIED
+
+    @property
+    def text(self) -> str:
+        """The error."""
+        return self.error
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeferFor:
     """Hold ``envelope`` (deferrals + 1, top priority) for ``delay``; no attempt spent."""
 
     envelope: Envelope
     delay: timedelta
     reason: str
+    kind: ClassVar[OutcomeKind] = OutcomeKind.DEFERRED
+
+    @property
+    def text(self) -> str:
+        """The reason."""
+        return self.reason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeadLetter:
     """Dead-letter the delivery with ``reason``."""
 
     reason: str
+    kind: ClassVar[OutcomeKind] = OutcomeKind.DEAD
+
+    @property
+    def text(self) -> str:
+        """The reason."""
+        return self.reason
 
 
 Outcome = Ack | RetryAfter | DeferFor | DeadLetter
+"""Every outcome has ``kind`` (an ``OutcomeKind``) and ``text`` (the error or reason, ``""`` on
+success)."""
 
 
 MAX_TEXT_BYTES = 4000
 """Error texts and reasons are kept to this many UTF-8 bytes (seed ``000``)."""
+
+EXHAUSTED = "max attempts ({max_attempts}) exhausted after attempt {attempt}: {text}"
+"""The typed face's dead-letter reason once the retry budget is spent."""
+
+
+class Schedule(Protocol):
+    """When to run a failed delivery again (a ``RetryPolicy``, or a topic app's backoff)."""
+
+    @property
+    def max_attempts(self) -> int:
+        """Runs allowed in all, the first included (>= 1)."""
+        ...
+
+    def decide(self, failed_attempt: int, rng: random.Random | None = None) -> timedelta | None:
+        """The wait before the next run after ``failed_attempt`` (1-based) failed, or
+        ``None`` when the budget is spent."""
+        ...
 
 
 def clean_text(text: str, limit: int = MAX_TEXT_BYTES) -> str:
@@ -84,6 +147,41 @@ def describe(error: BaseException) -> str:
     return clean_text(text or type(error).__name__)
 
 
+def spent_attempts(envelope: Envelope) -> int:
+    """The runs of ``envelope`` that count against its retry budget: ``attempt`` minus the
+    redeliveries (a lost worker is not a failure the handler reported, DESIGN §7)."""
+    return envelope.attempt - envelope.redeliveries
+
+
+def after_failure(
+    envelope: Envelope,
+    text: str,
+    schedule: Schedule,
+    rng: random.Random | None = None,
+    reason: str = "{text}",
+) -> RetryAfter | DeadLetter:
+    """The outcome of a retryable failure described by ``text`` (already storable).
+
+    Args:
+        envelope: the delivered envelope.
+        text: the failure text, kept with the retry.
+        schedule: gives the wait before the next run, or ``None`` when the budget is spent.
+        rng: random source for jitter (injectable for tests).
+        reason: the dead-letter reason, a ``str.format`` template of ``text``, ``attempt`` and
+            ``max_attempts``; made storable by ``clean_text``.
+
+    Returns:
+        ``RetryAfter`` the next attempt after the wait, or ``DeadLetter`` with the reason.
+    """
+    delay = schedule.decide(spent_attempts(envelope), rng)
+    if delay is None:
+        filled = reason.format(
+            text=text, attempt=envelope.attempt, max_attempts=schedule.max_attempts
+        )
+        return DeadLetter(clean_text(filled))
+    return RetryAfter(envelope.next_attempt(), delay, text)
+
+
 def decide(
     envelope: Envelope,
     error: BaseException | None,
@@ -91,7 +189,7 @@ def decide(
     top_priority: int,
     rng: random.Random | None = None,
 ) -> Outcome:
-    """Map a handler's ending to an outcome.
+    """Map a typed job handler's ending to an outcome.
 
     Args:
         envelope: the delivered envelope.
@@ -107,15 +205,4 @@ def decide(
         return DeferFor(envelope.deferred(top_priority), error.delay, clean_text(error.reason))
     if isinstance(error, Fatal):
         return DeadLetter(clean_text(f"fatal error: {describe(error)}"))
-    text = describe(error)
-    # A redelivery (a lost worker) is not a failure the handler reported: the policy judges
-    # only those (DESIGN §7).
-    delay = policy.decide(envelope.attempt - envelope.redeliveries, rng)
-    if delay is None:
-        return DeadLetter(
-            clean_text(
-                f"max attempts ({policy.max_attempts}) exhausted after attempt "
-                f"{envelope.attempt}: {text}"
-            )
-        )
-    return RetryAfter(envelope.next_attempt(), delay, text)
+    return after_failure(envelope, describe(error), policy, rng, EXHAUSTED)

@@ -1,60 +1,36 @@
 """``Worker[Q]``: consumes the queues of one ``QueueSet`` and runs a handler per job type.
 
-Shutdown order (seed ``001``, SEEDS-DIGEST §2.7): stop pulling, finish what was pulled, await
-what runs, then return; the backend is closed only with ``close_backend_on_shutdown=True``.
-Each outcome is logged on the ``queuey.worker`` logger with ``job_id``, ``job_type``, ``queue``
-and ``attempt`` as structured fields (``extra``): success at INFO, a retry or deferral at
-WARNING/INFO, a dead letter at ERROR.
+A thin assembler: the typed-job face (``_runtime.faces.job``) on the engine shared with the
+topic ``Subscriber`` (``_runtime.engine``). Shutdown order (seed ``001``, SEEDS-DIGEST §2.7):
+stop pulling, finish what was pulled, await what runs, then return; the backend is closed only
+with ``close_backend_on_shutdown=True``. Each outcome is logged on the ``queuey.worker`` logger
+with ``job_id``, ``job_type``, ``queue`` and ``attempt`` as structured fields (``extra``):
+success at INFO, a retry or deferral at WARNING/INFO, a dead letter at ERROR.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from datetime import timedelta
+from typing import Generic, TypeVar
 
-from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter
-from queuey._runtime.execute import execute
-from queuey._runtime.handlers import HandlerEntry, make_entry
-from queuey._runtime.loop import ConsumeLoop
-from queuey._runtime.settle import release, settle
-from queuey.backends.base import Backend, Delivery
+from queuey._runtime.engine import Engine
+from queuey._runtime.faces.job import JobFace
+from queuey._runtime.middleware import Middleware, SettledCallback
+from queuey._runtime.stats import QueueStats
+from queuey.backends.base import Backend
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
-from queuey.errors import ConfigError, DuplicateHandlerError
+from queuey.errors import ConfigError
 from queuey.jobs import Job, Q
-from queuey.queues import Queue, QueueConfig
+from queuey.queues import Queue
 
-__all__ = ["QueueStats", "Worker"]
+__all__ = ["Middleware", "QueueStats", "Worker"]
 
-log = logging.getLogger("queuey.worker")
 H = TypeVar("H")
 
 
-@dataclass
-class QueueStats:
-    """Outcomes a worker observed on one queue.
-
-    ``acked`` counts deliveries that ended in an ack, a retry or a deferral (each hands its
-    delivery back, as seed ``001``'s memory backend counts).
-    """
-
-    succeeded: int = 0
-    retried: int = 0
-    deferred: int = 0
-    dead: int = 0
-
-    @property
-    def acked(self) -> int:
-        """Successes + retries + deferrals."""
-        return self.succeeded + self.retried + self.deferred
-
-
-class Worker(Generic[Q]):
+class Worker(Engine, Generic[Q]):
     """Consumes ``queue_set``'s queues on ``backend`` and dispatches to handlers.
 
     Args:
@@ -71,13 +47,16 @@ class Worker(Generic[Q]):
         on_settled: called after each recorded outcome with ``(envelope, outcome, text)``,
             ``outcome`` one of ``"succeeded"``, ``"retried"``, ``"deferred"``, ``"dead"`` and
             ``text`` the error or reason ("" on success); for metrics. It must not block.
+        middleware: ``Middleware`` instances run around each job and told each outcome, after
+            the built-in ones (outcome log, stats, ``on_settled``), in order.
 
     Attributes:
         stats: per queue name, the outcomes this worker observed (``QueueStats``).
         dead_letters: the last 100 ``(envelope, reason)`` pairs this worker dead-lettered.
 
     Raises:
-        ConfigError: a queue of another set, a non-positive concurrency or a zero duration.
+        ConfigError: a queue of another set, a concurrency that is not a whole number >= 1,
+            a zero duration, or a member of ``middleware`` that is not a ``Middleware``.
     """
 
     def __init__(
@@ -92,54 +71,27 @@ class Worker(Generic[Q]):
         close_backend_on_shutdown: bool = False,
         paused: bool = False,
         on_settled: Callable[[Envelope, str, str], None] | None = None,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         self.queue_set = queue_set
-        self.backend = backend
         self.queues = _select_queues(queue_set, queues)
-        default = sum(queue.config.prefetch for queue in self.queues)
-        self.concurrency = default if concurrency is None else concurrency
-        if (
-            isinstance(self.concurrency, bool)
-            or not isinstance(self.concurrency, int)
-            or (self.concurrency < 1)
-        ):
-            raise ConfigError(f"concurrency: must be an integer >= 1, got {concurrency!r}")
-        self.job_timeout = (
-            None if job_timeout is None else parse_duration(job_timeout, "job_timeout")
-        )
-        self.shutdown_grace = (
-            None if shutdown_grace is None else parse_duration(shutdown_grace, "shutdown_grace")
-        )
+        self.job_timeout = _duration(job_timeout, "job_timeout")
+        self.shutdown_grace = _duration(shutdown_grace, "shutdown_grace")
         self.close_backend_on_shutdown = close_backend_on_shutdown
-        self.stats: dict[str, QueueStats] = {q.name: QueueStats() for q in self.queues}
-        self.dead_letters: deque[tuple[Envelope, str]] = deque(maxlen=100)
-        self._handlers: dict[str, HandlerEntry] = {}
-        self._settle_failures = 0
-        self._on_settled = on_settled
-        self._running = False
-        self._loop = ConsumeLoop(
+        self._face = JobFace(queue_set, self.job_timeout)
+        self._extra = (on_settled, tuple(middleware))
+        own = [] if on_settled is None else [SettledCallback(on_settled, self._face)]
+        default = sum(queue.config.prefetch for queue in self.queues)
+        super().__init__(
             backend,
+            self._face,
             [queue.config for queue in self.queues],
-            self._process,
-            concurrency=self.concurrency,
+            concurrency=default if concurrency is None else concurrency,
             shutdown_grace=self.shutdown_grace,
             paused=paused,
+            middleware=[*own, *middleware],
+            thread_name_prefix="queuey-handler",
         )
-
-    @property
-    def settle_failures(self) -> int:
-        """Outcomes the backend could not record (each logged at ERROR; the job comes again)."""
-        return self._settle_failures
-
-    @property
-    def in_flight(self) -> int:
-        """Deliveries being handled now."""
-        return self._loop.in_flight
-
-    @property
-    def paused(self) -> bool:
-        """Whether pulling is paused (see ``pause``)."""
-        return self._loop.paused
 
     def handler(self, job_type: type[Job[Q]]) -> Callable[[H], H]:
         """Decorator registering a function or class as the handler of ``job_type``.
@@ -162,35 +114,33 @@ class Worker(Generic[Q]):
         Raises:
             TypeError, DuplicateHandlerError: as for ``handler``.
         """
-        queue = (
-            job_type.job_queue()
-            if isinstance(job_type, type) and issubclass(job_type, Job)
-            else None
-        )
-        if queue is None or queue.queue_set is not self.queue_set:
-            raise TypeError(f"{job_type!r} is not a job of {self.queue_set.__name__}")
-        name = job_type.job_name()
-        if name in self._handlers:
-            raise DuplicateHandlerError(name)
-        self._handlers[name] = make_entry(job_type, target)
+        self._face.register(job_type, target)
 
-    def shutdown(self, *, force: bool = False) -> None:
-        """Ask ``run`` to stop: stop pulling, finish what was pulled and what runs, return.
+    def replace(
+        self, *, queues: Sequence[Queue] | None = None, concurrency: int | None = None
+    ) -> Worker[Q]:
+        """A new worker like this one (same backend, handlers, options and middleware) but
+        consuming ``queues`` (default: this one's) with ``concurrency`` (default: the sum of
+        those queues' prefetch). Used by ``queuey worker --queues/--concurrency``.
 
-        Idempotent; may be called before ``run``. With ``force=True`` (a second SIGINT/SIGTERM
-        under ``queuey worker``) running jobs are cancelled at once and handed back to the
-        backend, to be delivered again (at-least-once).
+        Raises:
+            ConfigError: as for the constructor.
         """
-        self._loop.shutdown(force=force)
-
-    def pause(self) -> None:
-        """Stop pulling new jobs; those already pulled still run. Publishing is unaffected, so
-        jobs wait until ``resume``. Idempotent; may be called before ``run``."""
-        self._loop.pause()
-
-    def resume(self) -> None:
-        """Pull again after ``pause``. Idempotent."""
-        self._loop.resume()
+        on_settled, middleware = self._extra
+        copy = Worker(
+            self.queue_set,
+            self.backend,
+            queues=self.queues if queues is None else queues,
+            concurrency=concurrency,
+            job_timeout=self.job_timeout,
+            shutdown_grace=self.shutdown_grace,
+            close_backend_on_shutdown=self.close_backend_on_shutdown,
+            paused=self.paused,
+            on_settled=on_settled,
+            middleware=middleware,
+        )
+        copy._face.adopt(self._face)
+        return copy
 
     async def run(self) -> None:
         """Declare the queues, consume until ``shutdown``, then shut down gracefully.
@@ -200,80 +150,16 @@ class Worker(Generic[Q]):
             SchemaError: (PostgreSQL) the schema needs ``queuey db migrate``.
             RuntimeError: ``run`` is already running.
         """
-        if self._running:
-            raise RuntimeError("this worker is already running")
-        self._running = True
-        try:
-            await self.backend.declare([queue.config for queue in self.queues])
-            await self._loop.run()
-        finally:
-            self._running = False
-            if self.close_backend_on_shutdown:
-                await self.backend.close()
-
-    async def _process(self, delivery: Delivery, config: QueueConfig, executor: Executor) -> None:
-        envelope = delivery.envelope
-        entry = self._handlers.get(envelope.job_type)
-        try:
-            outcome, _ = await execute(envelope, entry, config, self.job_timeout, executor)
-        except asyncio.CancelledError:
-            await release(delivery)
-            raise
-        fields = {
-            "job_id": envelope.job_id,
-            "job_type": envelope.job_type,
-            "queue": envelope.queue,
-            "attempt": envelope.attempt,
-        }
-        try:
-            await settle(delivery, outcome)
-        except Exception as exc:
-            self._settle_failures += 1
-            log.error("could not record the outcome: %s", exc, extra=fields)
-            return
-        name, text = _name(outcome)
-        stats = self.stats.setdefault(envelope.queue, QueueStats())
-        setattr(stats, name, getattr(stats, name) + 1)
-        if isinstance(outcome, DeadLetter):
-            self.dead_letters.append((envelope, outcome.reason))
-        _log_outcome(outcome, fields)
-        if self._on_settled is not None:
+        with self._exclusive("worker"):
             try:
-                self._on_settled(envelope, name, text)
-            except Exception:
-                log.exception("on_settled callback failed", extra=fields)
+                await self._consume()
+            finally:
+                if self.close_backend_on_shutdown:
+                    await self.backend.close()
 
 
-def _name(outcome: Outcome) -> tuple[str, str]:
-    """The outcome's name (a ``QueueStats`` field) and its text."""
-    if isinstance(outcome, Ack):
-        return "succeeded", ""
-    if isinstance(outcome, RetryAfter):
-        return "retried", outcome.error
-    if isinstance(outcome, DeferFor):
-        return "deferred", outcome.reason
-    return "dead", outcome.reason
-
-
-def _log_outcome(outcome: Outcome, fields: dict[str, Any]) -> None:
-    if isinstance(outcome, Ack):
-        log.info("job succeeded", extra=fields)
-    elif isinstance(outcome, RetryAfter):
-        log.warning(
-            "job failed; retry in %.3fs: %s",
-            outcome.delay.total_seconds(),
-            outcome.error,
-            extra=fields,
-        )
-    elif isinstance(outcome, DeferFor):
-        log.info(
-            "job deferred for %.3fs: %s",
-            outcome.delay.total_seconds(),
-            outcome.reason,
-            extra=fields,
-        )
-    elif isinstance(outcome, DeadLetter):
-        log.error("job dead-lettered: %s", outcome.reason, extra=fields)
+def _duration(value: Duration | None, key: str) -> timedelta | None:
+    return None if value is None else parse_duration(value, key)
 
 
 def _select_queues(queue_set: type[Q], queues: Sequence[Queue] | None) -> list[Queue]:

@@ -3,9 +3,10 @@
 Seed ``001``'s shape (SEEDS-DIGEST §2.7), without its dispatch hop: one fetcher per queue
 takes a concurrency slot only once it holds a delivery, so an idle queue never holds a slot that
 a busy one needs, and waiting fetchers get slots in turn (the semaphore is FIFO), so no queue
-starves another; each delivery is handled in its own task by the caller's ``process`` callable,
-which settles it. A fetcher hands out everything its consumer has buffered without yielding to
-the event loop in between (no channel round trip per delivery).
+starves another; each delivery is handled in its own task by the ``Process`` that ``bind``
+made for its queue (the runner's, which settles it). A fetcher hands out everything its
+consumer has buffered without yielding to the event loop in between (no channel round trip per
+delivery).
 
 Pause takes effect at once: no handler starts while paused (running ones finish) and the
 consumers are stopped. A delivery a consumer had already handed out (a PostgreSQL consumer
@@ -19,31 +20,33 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any
 
 from queuey._outcome import describe
+from queuey._runtime.runner import Process
 from queuey._runtime.settle import give_up, release
 from queuey.backends.base import Backend, Consumer, Delivery
 from queuey.queues import QueueConfig
 
-__all__ = ["ConsumeLoop", "Process"]
+__all__ = ["Bind", "ConsumeLoop", "first_of"]
 
 log = logging.getLogger("queuey.worker")
 
-Process = Callable[[Delivery, QueueConfig, Executor], Coroutine[Any, Any, None]]
-"""Handles and settles one delivery; plain (blocking) handlers go to the given executor."""
+Bind = Callable[[QueueConfig, Executor], Process]
+"""Makes the ``Process`` of one queue's deliveries, plain handlers running in the executor
+(``Runner.bind``); called once per consumer session."""
 
 
 class ConsumeLoop:
-    """Consumes ``configs`` on ``backend`` and hands each delivery to ``process``.
+    """Consumes ``configs`` on ``backend`` and hands each delivery to its queue's ``Process``.
 
     Args:
         backend: the transport.
         configs: the queues (or topics) to consume, one consumer each.
-        process: handles and settles one delivery (must not raise; a raise is logged).
+        bind: makes each queue's ``Process``, once per consumer session. A ``Process``
+            that raises (a bug) is logged and its delivery dead-lettered.
         concurrency: deliveries handled at once, and threads for plain handlers (>= 1).
         shutdown_grace: how long shutdown waits for running handlers before cancelling them
             (``None``: no limit).
@@ -55,7 +58,7 @@ class ConsumeLoop:
         self,
         backend: Backend,
         configs: Sequence[QueueConfig],
-        process: Process,
+        bind: Bind,
         *,
         concurrency: int,
         shutdown_grace: timedelta | None = None,
@@ -64,7 +67,7 @@ class ConsumeLoop:
     ) -> None:
         self._backend = backend
         self._configs = list(configs)
-        self._process = process
+        self._bind = bind
         self._concurrency = concurrency
         self._grace = shutdown_grace
         self._thread_prefix = thread_name_prefix
@@ -114,7 +117,7 @@ class ConsumeLoop:
         try:
             while not self._stop.is_set():
                 if self._paused.is_set():
-                    await _first_of(self._stop.wait(), self._resumed.wait())
+                    await first_of(self._stop.wait(), self._resumed.wait())
                 elif not await self._session(executor):
                     return
         finally:
@@ -130,7 +133,7 @@ class ConsumeLoop:
             asyncio.create_task(self._fetch(consumer, config, executor))
             for consumer, config in consumers
         ]
-        interrupted = asyncio.create_task(_first_of(self._stop.wait(), self._paused.wait()))
+        interrupted = asyncio.create_task(first_of(self._stop.wait(), self._paused.wait()))
         try:
             done, _ = await asyncio.wait(
                 [*fetchers, interrupted], return_when=asyncio.FIRST_COMPLETED
@@ -146,27 +149,16 @@ class ConsumeLoop:
         return interrupted in done
 
     async def _fetch(self, consumer: Consumer, config: QueueConfig, executor: Executor) -> None:
+        process = self._bind(config, executor)
         while (delivery := await consumer.next()) is not None:
             await self._slots.acquire()
             if self._paused.is_set():  # pulled just before the pause: hand it back untouched
                 await release(delivery)
                 self._slots.release()
                 continue
-            task = asyncio.create_task(self._guarded(delivery, config, executor))
+            task = asyncio.create_task(_guarded(process, delivery))
             self._tasks.add(task)
             task.add_done_callback(self._done)
-
-    async def _guarded(self, delivery: Delivery, config: QueueConfig, executor: Executor) -> None:
-        """``process``, but a crash in it (a bug, not a handler failure: those are outcomes)
-        still settles the delivery, dead-lettered with the reason, so it is never left
-        claimed or redelivered forever."""
-        try:
-            await self._process(delivery, config, executor)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            log.exception("delivery processing crashed; dead-lettering it")
-            await give_up(delivery, f"processing failed: {describe(exc)}")
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -178,11 +170,7 @@ class ConsumeLoop:
         if not self._tasks:
             return
         grace = None if self._grace is None else self._grace.total_seconds()
-        finished = asyncio.ensure_future(asyncio.wait(set(self._tasks)))
-        forced = asyncio.ensure_future(self._force.wait())
-        await asyncio.wait([finished, forced], timeout=grace, return_when=asyncio.FIRST_COMPLETED)
-        finished.cancel()
-        forced.cancel()
+        await first_of(asyncio.wait(set(self._tasks)), self._force.wait(), timeout=grace)
         late = {task for task in self._tasks if not task.done()}
         for task in late:
             task.cancel()
@@ -195,11 +183,25 @@ class ConsumeLoop:
             await asyncio.wait(late)
 
 
-async def _first_of(*waits: Awaitable[object]) -> None:
-    """Return when the first of ``waits`` completes; cancel the others."""
+async def _guarded(process: Process, delivery: Delivery) -> None:
+    """``process``, but a crash in it (a bug: handler and middleware failures are outcomes)
+    still settles the delivery, dead-lettered with the reason, so it is never left claimed or
+    redelivered forever."""
+    try:
+        await process(delivery)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        log.exception("delivery processing crashed; dead-lettering it")
+        await give_up(delivery, f"processing failed: {describe(exc)}")
+
+
+async def first_of(*waits: Awaitable[object], timeout: float | None = None) -> None:
+    """Return when the first of ``waits`` completes (or ``timeout`` seconds pass, ``None``:
+    no limit); cancel the others."""
     tasks = [asyncio.ensure_future(wait) for wait in waits]
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in tasks:
             task.cancel()

@@ -1,12 +1,13 @@
-"""Applying an outcome to its delivery: the one place an ``Outcome`` becomes a backend call;
-and handing a delivery back untouched when shutdown cancelled its handler."""
+"""Delivery I/O: applying an outcome to its delivery (the one place an ``Outcome`` becomes a
+backend call), handing a delivery back untouched when shutdown cancelled its handler, and
+giving up on one whose processing crashed."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from queuey._outcome import Ack, DeferFor, Outcome, RetryAfter
+from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter
 from queuey.backends.base import Delivery
 
 __all__ = ["give_up", "release", "settle"]
@@ -20,14 +21,15 @@ async def settle(delivery: Delivery, outcome: Outcome) -> None:
     Raises:
         BackendError: the backend could not record it (the delivery comes again later).
     """
-    if isinstance(outcome, Ack):
-        await delivery.ack()
-    elif isinstance(outcome, RetryAfter):
-        await delivery.retry(outcome.envelope, outcome.delay, outcome.error)
-    elif isinstance(outcome, DeferFor):
-        await delivery.defer(outcome.envelope, outcome.delay)
-    else:
-        await delivery.dead_letter(outcome.reason)
+    match outcome:
+        case Ack():
+            await delivery.ack()
+        case RetryAfter(envelope=envelope, delay=delay, error=error):
+            await delivery.retry(envelope, delay, error)
+        case DeferFor(envelope=envelope, delay=delay):
+            await delivery.defer(envelope, delay)
+        case DeadLetter(reason=reason):
+            await delivery.dead_letter(reason)
 
 
 async def release(delivery: Delivery) -> None:

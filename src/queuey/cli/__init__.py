@@ -8,7 +8,7 @@ Messages never show a DSN password.
 
 from __future__ import annotations
 
-from queuey.cli import _http, _jobs, _ops, _topics
+from queuey.cli import _dashboard, _http, _jobs, _ops, _topics
 from queuey.cli._root import (
     AMQP_URL,
     EXIT_NOT_FOUND,
@@ -28,6 +28,7 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_UNREACHABLE",
     "EXIT_USAGE",
+    "_dashboard",
     "_http",
     "_jobs",
     "_ops",

@@ -219,20 +219,7 @@ def _configured(
     if queue_names is None and concurrency is None:
         return worker
     queues = worker.queues if queue_names is None else _select(worker, queue_names)
-    copy: Worker[Any] = Worker(
-        worker.queue_set,
-        worker.backend,
-        queues=queues,
-        concurrency=concurrency,
-        job_timeout=worker.job_timeout,
-        shutdown_grace=worker.shutdown_grace,
-        close_backend_on_shutdown=worker.close_backend_on_shutdown,
-        paused=worker.paused,
-        on_settled=worker._on_settled,
-    )
-    # Worker has no public way to copy its handlers yet; this is its only caller.
-    copy._handlers = dict(worker._handlers)
-    return copy
+    return worker.replace(queues=queues, concurrency=concurrency)
 
 
 def _select(worker: Worker[Any], queue_names: str) -> list[Queue]:

@@ -15,13 +15,14 @@ and is a 400 like any other bad topic, never the router's 404.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 import queuey
 from queuey.errors import BackendError
@@ -69,6 +70,7 @@ def publish_app(
     access: AccessPolicy,
     *,
     authenticator: Authenticator | None = None,
+    mounts: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """Build the ASGI app serving the publish endpoint (and its OpenAPI description).
 
@@ -80,6 +82,8 @@ def publish_app(
         publisher: records each accepted message.
         access: who may publish (the parsed ``[queues] publish`` string).
         authenticator: resolves callers; by default bearer JWTs and API keys from ``config``.
+        mounts: more routes served by the same app, e.g. the dashboard
+            (``queuey.dashboard.dashboard_mount``), which answer for themselves.
 
     Returns:
         The app. ``GET {base}/openapi.json`` exists only when ``access`` is not private.
@@ -89,9 +93,10 @@ def publish_app(
         config, publisher, access, authenticator or CredentialAuthenticator.from_config(config)
     )
     topic_path = f"{config.base}/queues/{{topic:{_TOPIC_CONVERTOR}}}"
-    routes = [Route(topic_path, endpoint.publish, methods=["POST"])]
+    routes: list[BaseRoute] = [Route(topic_path, endpoint.publish, methods=["POST"])]
     if not access.is_private:
         routes.append(Route(f"{config.base}/openapi.json", endpoint.openapi, methods=["GET"]))
+    routes.extend(mounts)  # the dashboard, mounted beside the endpoint
     app = Starlette(
         routes=routes,
         exception_handlers={HTTPException: _http_error, Exception: _internal_error},

@@ -1,27 +1,30 @@
-"""What happens to a topic message after its function ran, as a pure function (seed ``000``'s
+"""What happens to a topic message after its function ran, as pure functions (seed ``000``'s
 ``complete``/``fail``, SEEDS-DIGEST §1.8).
 
 Success acks. A failure retries after ``retry_delay_secs(attempts)`` until ``max_attempts`` runs,
-then the message is left failed (dead-lettered) with the error text, cut to 4000 bytes.
+then the message is left failed (dead-lettered) with the error text, cut to 4000 bytes. The
+budget and the outcomes are ``queuey._outcome``'s (``after_failure``), shared with typed jobs;
+only the schedule (``TopicRetry``) and the texts are the topic face's.
 """
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
 from datetime import timedelta
 
-from queuey._outcome import (
-    MAX_TEXT_BYTES,
-    Ack,
-    DeadLetter,
-    Outcome,
-    RetryAfter,
-    clean_text,
-    describe,
-)
+from queuey._outcome import MAX_TEXT_BYTES, Ack, Outcome, after_failure, clean_text, describe
 from queuey.envelope import Envelope
 from queuey.topics.config import QueuesConfig
 
-__all__ = ["MAX_ERROR_BYTES", "decide", "error_text", "not_loaded", "truncate_error"]
+__all__ = [
+    "MAX_ERROR_BYTES",
+    "TopicRetry",
+    "decide",
+    "error_text",
+    "not_loaded",
+    "truncate_error",
+]
 
 MAX_ERROR_BYTES = MAX_TEXT_BYTES
 
@@ -42,18 +45,34 @@ def not_loaded(subscriber: str, topic: str) -> str:
     return f"`{subscriber}` is subscribed to `{topic}` but no such function is loaded"
 
 
-def decide(envelope: Envelope, error: str | None, config: QueuesConfig) -> Outcome:
+@dataclass(frozen=True, slots=True)
+class TopicRetry:
+    """The ``[queues]`` backoff as a retry ``Schedule``: ``retry_delay_secs(failed)`` seconds
+    until ``max_attempts`` runs failed."""
+
+    config: QueuesConfig
+
+    @property
+    def max_attempts(self) -> int:
+        """Runs allowed in all, the first included."""
+        return self.config.max_attempts
+
+    def decide(self, failed_attempt: int, rng: random.Random | None = None) -> timedelta | None:
+        """The wait after ``failed_attempt`` failed, or ``None`` when none is left (``rng`` is
+        unused: the topic backoff has no jitter)."""
+        if failed_attempt >= self.config.max_attempts:
+            return None
+        return timedelta(seconds=self.config.retry_delay_secs(failed_attempt))
+
+
+def decide(envelope: Envelope, error: str | None, retry: TopicRetry) -> Outcome:
     """Map a run's ending to an outcome.
 
     Args:
         envelope: the delivered message (``attempt`` is the 1-based run number).
         error: ``None`` on success, else the failure text.
-        config: gives ``max_attempts`` and the backoff.
+        retry: the app's schedule (``max_attempts`` and the backoff).
     """
     if error is None:
         return Ack()
-    text = clean_text(error)
-    if envelope.attempt - envelope.redeliveries >= config.max_attempts:
-        return DeadLetter(text)
-    delay = timedelta(seconds=config.retry_delay_secs(envelope.attempt - envelope.redeliveries))
-    return RetryAfter(envelope.next_attempt(), delay, text)
+    return after_failure(envelope, clean_text(error), retry)

@@ -29,6 +29,7 @@ from queuey import (
 )
 from queuey.backends.postgres import PostgresBackend, migrate, process_identity
 from queuey.backends.postgres._listen import Outage
+from queuey.backends.postgres._sql import migrations
 from tests.conftest import unique
 
 
@@ -349,7 +350,7 @@ async def test_an_old_schema_is_refused_until_migrated(database_url: str) -> Non
         with pytest.raises(SchemaError, match="run `queuey db migrate --schema"):
             await PostgresBackend.connect(database_url, schema=schema)
         results = await asyncio.gather(*(migrate(database_url, schema=schema) for _ in range(3)))
-        assert sorted(len(r) for r in results) == [0, 0, 1]
+        assert sorted(len(r) for r in results) == [0, 0, len(migrations())]
         backend = await PostgresBackend.connect(database_url, schema=schema)
         await backend.close()
         await backend.close()

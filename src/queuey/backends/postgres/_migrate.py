@@ -22,19 +22,21 @@ async def migrate(
     """Bring ``schema`` up to the latest version; returns the names of migrations applied.
 
     Safe to run concurrently (advisory lock) and repeatedly (applied versions are skipped).
+    Every version not yet applied is applied, in order, also one numbered below the highest
+    applied (so a migration that arrives after a later one is never skipped).
 
     Raises:
         ConfigError: ``schema`` or ``table`` is not a usable identifier.
         BackendError: the database cannot be reached or a migration failed (nothing applied).
     """
     store = Store(Statements(schema, table), conninfo)
-    applied = []
+    names: list[str] = []
     async with store.session(check_schema=False, transaction=True, connect_timeout=None) as db:
         await db.lock_migrations()
         await db.create_bookkeeping()
-        current = await db.schema_version()
+        done = await db.applied_versions()
         for migration in migrations():
-            if migration.version > current:
+            if migration.version not in done:
                 await db.apply_migration(migration)
-                applied.append(migration.name)
-    return applied
+                names.append(migration.name)
+    return names

@@ -42,7 +42,7 @@ from queuey.backends.postgres._rows import (
     Touched,
     claim_rows,
 )
-from queuey.backends.postgres._sql import Migration, Statements, latest_version
+from queuey.backends.postgres._sql import Migration, Statements, latest_version, migrations
 from queuey.envelope import Kind
 from queuey.errors import SchemaError
 from queuey.queues import QueueConfig
@@ -365,19 +365,33 @@ class Store:
             return 0
         return int(version)
 
+    async def applied_versions(self) -> set[int]:
+        """``applied_versions``: every migration applied (empty when there is none yet)."""
+        try:
+            rows = await self._fetch("applied_versions", None, scalar_row)
+        except UndefinedTableError:
+            return set()
+        return {int(version) for version in rows}
+
     async def check_schema(self) -> None:
-        """Refuse a schema older than this queuey needs.
+        """Refuse a schema older than this queuey needs: one that lacks any migration of this
+        version, also one numbered below the highest applied (added by a later release).
 
         Raises:
             SchemaError: the schema is missing or behind; the message says to migrate it.
         """
-        version, needed = await self.schema_version(), latest_version()
-        if version < needed:
-            schema = self.statements.schema
-            raise SchemaError(
-                f"schema {schema!r} is at version {version}, this queuey needs {needed}: "
-                f"run `queuey db migrate --schema {schema}`"
-            )
+        applied = await self.applied_versions()
+        missing = sorted(m.version for m in migrations() if m.version not in applied)
+        version, needed = max(applied, default=0), latest_version()
+        if not missing:
+            return
+        schema = self.statements.schema
+        state = (
+            f"is at version {version}, this queuey needs {needed}"
+            if version < needed
+            else f"lacks migration {', '.join(map(str, missing))}"
+        )
+        raise SchemaError(f"schema {schema!r} {state}: run `queuey db migrate --schema {schema}`")
 
     async def lock_migrations(self) -> None:
         """``migrate_lock``: hold the schema's migration lock until the transaction ends."""

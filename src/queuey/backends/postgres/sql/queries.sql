@@ -177,12 +177,14 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 -- A unique job whose refused states leave out running releases its key here (a plain row's is
 -- NULL already). Rows come back with their position in claim order (UPDATE … RETURNING has no order of its
 -- own) and with empty headers as NULL (nothing to decode). Columns are named for the row
--- factory that decodes them (_rows.py), which finds each by name.
+-- factory that decodes them (_rows.py), which finds each by name. A queue an operator paused
+-- ({paused}, migration 0004: the dashboard's pause) yields nothing, for every worker at once.
 WITH picked AS (
     SELECT id, redeliveries, priority, available_at, seq FROM {table}
     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
       AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
       AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+      AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
     ORDER BY priority DESC, available_at, seq
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -284,11 +286,13 @@ WHERE id IN (SELECT id FROM {table}
              LIMIT %(limit)s);
 
 -- name: next_due
--- Seconds until the next pending row of a queue becomes due (NULL when none).
+-- Seconds until the next pending row of a queue becomes due (NULL when none, or while the
+-- queue is paused: its consumers then wait for a notification or their poll).
 SELECT extract(epoch FROM min(available_at) - now())::float8 AS due_in
 FROM {table}
 WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-  AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]));
+  AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+  AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s);
 
 -- name: count_pending
 -- Rows of a queue due now.
@@ -311,6 +315,10 @@ DELETE FROM {table} WHERE kind = 'job' AND queue = ANY(%(queues)s::text[]);
 -- name: schema_version
 -- The highest migration applied.
 SELECT coalesce(max(version), 0) AS version FROM {migrations};
+
+-- name: applied_versions
+-- Every migration applied, in order (a version missing below the highest is applied too).
+SELECT version FROM {migrations} ORDER BY version;
 
 -- name: migrate_lock
 -- Serialise migrations of one schema: a transaction-level advisory lock keyed by its name,

@@ -1,0 +1,140 @@
+"""The typed-job face: handlers registered per job type, the payload decoded by the job's
+pydantic model, a ``JobContext``, the job's ``RetryPolicy`` and the worker's ``job_timeout``.
+
+Outcomes are logged on ``queuey.worker`` with ``job_id``, ``job_type``, ``queue`` and
+``attempt`` as structured fields: success at INFO, a retry at WARNING, a deferral at INFO, a
+dead letter at ERROR.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import Executor
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter, clean_text, decide
+from queuey._runtime.handlers import HandlerEntry, make_entry
+from queuey._runtime.invoke import run_handler
+from queuey.envelope import Envelope
+from queuey.errors import DuplicateHandlerError
+from queuey.jobs import Job, JobContext
+from queuey.queues import QueueConfig, QueueSet
+from queuey.retry import RetryPolicy
+
+__all__ = ["JobFace", "job_context"]
+
+_ONE_ATTEMPT = RetryPolicy.none()
+
+
+def job_context(envelope: Envelope, max_attempts: int) -> JobContext:
+    """The ``JobContext`` of a run of ``envelope`` (its age read on the wall clock now)."""
+    age_ms = max(0, time.time_ns() // 1_000_000 - envelope.enqueued_at_ms)
+    return JobContext(
+        job_id=envelope.job_id,
+        job_type=envelope.job_type,
+        queue=envelope.queue,
+        attempt=envelope.attempt,
+        max_attempts=max_attempts,
+        deferrals=envelope.deferrals,
+        priority=envelope.priority,
+        enqueued_at_ms=envelope.enqueued_at_ms,
+        age=timedelta(milliseconds=age_ms),
+        headers=dict(envelope.headers),
+        redeliveries=envelope.redeliveries,
+    )
+
+
+class JobFace:
+    """Runs typed jobs of ``queue_set`` with the handlers registered here.
+
+    Args:
+        queue_set: the ``QueueSet`` whose jobs may be registered.
+        timeout: the longest a handler may run (``None``: no limit); past it the run fails
+            with a retryable ``HandlerTimeoutError``.
+    """
+
+    log = logging.getLogger("queuey.worker")
+
+    def __init__(self, queue_set: type[QueueSet], timeout: timedelta | None) -> None:
+        self._queue_set = queue_set
+        self._timeout = timeout
+        self._handlers: dict[str, HandlerEntry] = {}
+
+    def register(self, job_type: type[Job[Any]], target: object) -> None:
+        """Make ``target`` the handler of ``job_type``.
+
+        Raises:
+            TypeError: ``job_type`` is not a job of the queue set, ``target`` is not callable,
+                or its first parameter is annotated with a class ``job_type`` is not.
+            DuplicateHandlerError: ``job_type`` already has a handler.
+        """
+        queue = (
+            job_type.job_queue()
+            if isinstance(job_type, type) and issubclass(job_type, Job)
+            else None
+        )
+        if queue is None or queue.queue_set is not self._queue_set:
+            raise TypeError(f"{job_type!r} is not a job of {self._queue_set.__name__}")
+        name = job_type.job_name()
+        if name in self._handlers:
+            raise DuplicateHandlerError(name)
+        self._handlers[name] = make_entry(job_type, target)
+
+    def adopt(self, other: JobFace) -> None:
+        """Take every handler registered on ``other`` (a worker copied with other options)."""
+        self._handlers.update(other._handlers)
+
+    async def run(self, envelope: Envelope, queue: QueueConfig, executor: Executor) -> Outcome:
+        """Decode the job, call its handler under the timeout and decide (see ``Face.run``)."""
+        entry = self._handlers.get(envelope.job_type)
+        if entry is None:
+            return DeadLetter(clean_text(f"no handler for job type `{envelope.job_type}`"))
+        try:
+            job = entry.job_type.model_validate(envelope.payload)
+        except ValidationError as exc:
+            detail = clean_text(f"{exc.errors()[0]['msg']} ({exc.error_count()} errors)")
+            return DeadLetter(f"decode error: {detail}")
+        policy = entry.retry
+        context = job_context(envelope, policy.max_attempts)
+        error = await run_handler(
+            entry.call,
+            (job, context),
+            is_async=entry.is_async,
+            executor=executor,
+            timeout=self._timeout,
+        )
+        return decide(envelope, error, policy, queue.top_priority)
+
+    def failed(self, envelope: Envelope, queue: QueueConfig, error: BaseException) -> Outcome:
+        """``error`` decided under the job's retry policy (one attempt for an unknown type)."""
+        entry = self._handlers.get(envelope.job_type)
+        policy = _ONE_ATTEMPT if entry is None else entry.retry
+        return decide(envelope, error, policy, queue.top_priority)
+
+    def fields(self, envelope: Envelope) -> dict[str, Any]:
+        """``job_id``, ``job_type``, ``queue`` and ``attempt``."""
+        return {
+            "job_id": envelope.job_id,
+            "job_type": envelope.job_type,
+            "queue": envelope.queue,
+            "attempt": envelope.attempt,
+        }
+
+    def outcome_message(
+        self, envelope: Envelope, outcome: Outcome
+    ) -> tuple[str, tuple[object, ...]]:
+        """ "job succeeded", "job failed; retry in …", "job deferred for …", "job
+        dead-lettered: …"."""
+        match outcome:
+            case Ack():
+                return "job succeeded", ()
+            case RetryAfter(delay=delay, error=error):
+                return "job failed; retry in %.3fs: %s", (delay.total_seconds(), error)
+            case DeferFor(delay=delay, reason=reason):
+                return "job deferred for %.3fs: %s", (delay.total_seconds(), reason)
+            case DeadLetter(reason=reason):
+                return "job dead-lettered: %s", (reason,)

@@ -1,0 +1,99 @@
+"""One delivery, start to end, for either face (River's executor and completer in one place):
+
+1. the middleware chain wraps the face's run (find the handler, call it, decide) and yields an
+   ``Outcome``;
+2. the outcome is settled (``settle``: the one place it becomes backend I/O);
+3. a settle that fails is counted once in ``settle_failures`` and shown to the middleware
+   (``on_settle_failure``); one that succeeds is shown to them too (``on_outcome``).
+
+When the worker's own task is cancelled (shutdown past its grace, or forced) while the delivery
+runs, the delivery is released untouched and the cancellation goes on. Nothing else escapes:
+a middleware raising around the call (or the run failing outside its handler, a bug) counts as
+a failed run, logged at ERROR; a hook raising after the settle is logged; a failed settle is
+counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Coroutine, Iterable
+from concurrent.futures import Executor
+from typing import Any
+
+from queuey._outcome import Outcome
+from queuey._runtime.faces import Face
+from queuey._runtime.middleware import CallNext, Chain, Failed, Middleware
+from queuey._runtime.settle import release, settle
+from queuey.backends.base import Delivery
+from queuey.queues import QueueConfig
+
+__all__ = ["Process", "Runner"]
+
+Process = Callable[[Delivery], Coroutine[Any, Any, None]]
+"""Handles and settles one delivery of a bound queue; raises only ``CancelledError``."""
+
+
+class Runner:
+    """Runs deliveries through ``face`` and ``middleware``.
+
+    Args:
+        face: how to find, call and decide a delivery's handler.
+        middleware: the chain, outermost (first notified) first.
+
+    Raises:
+        ConfigError: a member of ``middleware`` is not a ``Middleware``.
+    """
+
+    def __init__(self, face: Face, middleware: Iterable[Middleware]) -> None:
+        self._face = face
+        self.chain = Chain(middleware, face)
+        self._settle_failures = 0
+
+    @property
+    def settle_failures(self) -> int:
+        """Outcomes the backend could not record (each shown to the middleware)."""
+        return self._settle_failures
+
+    def bind(self, queue: QueueConfig, executor: Executor) -> Process:
+        """The ``Process`` of ``queue``'s deliveries, plain handlers running in ``executor``.
+
+        The chain is built here, once per consumer session, not per delivery.
+        """
+        face = self._face
+
+        def call(delivery: Delivery) -> Coroutine[Any, Any, Outcome]:
+            return face.run(delivery.envelope, queue, executor)
+
+        def failed(delivery: Delivery, error: BaseException) -> Outcome:
+            return face.failed(delivery.envelope, queue, error)
+
+        return functools.partial(self.process, self.chain.wrap(call, failed), failed)
+
+    async def process(self, call: CallNext, failed: Failed, delivery: Delivery) -> None:
+        """Run ``delivery`` through ``call`` (the chain), settle the outcome and notify the
+        chain; a run that raises (a bug: the chain turns a middleware's failure into an
+        outcome) is logged and decided by ``failed``.
+
+        Raises:
+            CancelledError: the calling task was cancelled (the delivery was released).
+        """
+        try:
+            outcome = await call(delivery)
+        except asyncio.CancelledError:
+            await release(delivery)
+            raise
+        except BaseException as exc:
+            fields = self._face.fields(delivery.envelope)
+            self._face.log.error("the run failed outside its handler", exc_info=exc, extra=fields)
+            outcome = failed(delivery, exc)
+        await self._settle(delivery, outcome)
+
+    async def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
+        try:
+            await settle(delivery, outcome)
+        except Exception as exc:
+            self._settle_failures += 1
+            self.chain.settle_failed(delivery, outcome, exc)
+            return
+        self.chain.settled(delivery, outcome)

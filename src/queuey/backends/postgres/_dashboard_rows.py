@@ -1,0 +1,229 @@
+"""The rows the dashboard reads from PostgreSQL, one dataclass per query shape.
+
+``PgDashboardStore`` reads every row with psycopg's ``class_row``: by column name, never by
+position. Times are aware datetimes from the database's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = [
+    "AuditEntry",
+    "FanOutRow",
+    "JobDetail",
+    "JobFilter",
+    "JobPage",
+    "JobSummary",
+    "Minute",
+    "Pause",
+    "QueueRef",
+    "QueueSummary",
+    "TopicRow",
+]
+
+STATUSES = ("pending", "scheduled", "running", "failed", "done")
+"""The states a job list shows; ``scheduled`` is a pending row not yet due."""
+
+
+@dataclass(frozen=True)
+class QueueRef:
+    """A queue: its face (``job`` or ``topic``) and its name."""
+
+    kind: str
+    queue: str
+
+
+@dataclass(frozen=True)
+class QueueSummary:
+    """One queue on the overview.
+
+    Attributes:
+        kind, queue: which queue.
+        cap: the most rows a running, failed or done count reads (a count equal to it means
+            "at least that many").
+        due: pending rows due now; scheduled: pending rows not yet due.
+        oldest_secs: how long the oldest due row has waited (seconds), ``None`` when none.
+        running, failed, done: rows in each state, each counted up to the overview's cap.
+        paused: an operator paused the queue.
+    """
+
+    kind: str
+    queue: str
+    cap: int
+    due: int
+    scheduled: int
+    oldest_secs: float | None
+    running: int
+    failed: int
+    done: int
+    paused: bool
+
+
+@dataclass(frozen=True)
+class Minute:
+    """Rows done and rows failed during one minute (``minute`` is its start)."""
+
+    minute: datetime
+    done: int
+    failed: int
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """What a job list shows.
+
+    Attributes:
+        status: one of ``STATUSES``.
+        kind, queue: one queue, or both ``None`` for every queue.
+        job_type: only this job type (or topic subscriber), ``None`` for any.
+        text: only rows whose id, job type, error or payload contains it (case-insensitive);
+            ``""`` for all.
+    """
+
+    status: str = "failed"
+    kind: str | None = None
+    queue: str | None = None
+    job_type: str | None = None
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status: {self.status!r} is not one of {', '.join(STATUSES)}")
+        if (self.kind is None) != (self.queue is None):
+            raise ValueError("give both kind and queue, or neither")
+        if self.kind not in (None, "job", "topic"):
+            raise ValueError(f"kind: {self.kind!r} is not job or topic")
+
+    def describe(self) -> str:
+        """The filter in words, for the audit log: ``"failed job:emails type=Send text='x'"``."""
+        parts = [self.status]
+        if self.kind is not None:
+            parts.append(f"{self.kind}:{self.queue}")
+        if self.job_type is not None:
+            parts.append(f"type={self.job_type}")
+        if self.text:
+            parts.append(f"text={self.text!r}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    """One row of a job list (``error`` is the first line of the last error, "" when none).
+
+    ``scan_floor`` and ``scanned`` say how far the page's index read went (internal).
+    """
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    job_type: str
+    status: str
+    attempts: int
+    available_at: datetime
+    processed_at: datetime | None
+    claimed_by: str | None
+    error: str
+    scan_floor: int
+    scanned: int
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of a job list.
+
+    Attributes:
+        rows: the matching rows, newest first.
+        before: the keyset cursor of the next (older) page, ``None`` when there is none.
+        scanned: rows read to build the page (at most the scan budget).
+        exhausted: the read stopped at the scan budget before filling the page: older rows
+            may still match (the page says so and links to them).
+    """
+
+    rows: list[JobSummary]
+    before: int | None
+    scanned: int
+    exhausted: bool
+
+
+@dataclass(frozen=True)
+class JobDetail:
+    """Everything about one row. ``payload`` and ``headers`` are the stored JSON text."""
+
+    id: str
+    seq: int
+    kind: str
+    queue: str
+    job_type: str
+    status: str
+    priority: int
+    attempts: int
+    redeliveries: int
+    deferrals: int
+    payload: str
+    headers: str
+    published_by: str
+    enqueued_at_ms: int
+    created_at: datetime
+    available_at: datetime
+    expires_at: datetime | None
+    claimed_at: datetime | None
+    claimed_by: str | None
+    lease_until: datetime | None
+    processed_at: datetime | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class FanOutRow:
+    """One subscriber's row of a publication."""
+
+    id: str
+    job_type: str
+    status: str
+    attempts: int
+    processed_at: datetime | None
+    error: str
+    seq: int
+
+
+@dataclass(frozen=True)
+class TopicRow:
+    """One row of a topic, as the publications page groups them."""
+
+    seq: int
+    id: str
+    job_type: str
+    status: str
+    attempts: int
+    published_by: str
+    created_at: datetime
+    processed_at: datetime | None
+    error: str
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One recorded action: who (``actor``), what, when (``at``), on what, how many rows."""
+
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    kind: str | None
+    queue: str | None
+    job_id: str | None
+    filter: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A paused queue (kind ``job``/``topic``) or topic app (kind ``app``, queue = prefix)."""
+
+    kind: str
+    queue: str
+    paused_by: str
+    paused_at: datetime

@@ -1,0 +1,318 @@
+-- Every statement the dashboard runs, by name (loaded by backends/postgres/_dashboard.py).
+-- {table} is the message table, {audit} and {paused} the tables of migration 0004, all
+-- composed with psycopg.sql.Identifier. Each page's statement reads through an index (the
+-- dashboard's (kind, queue, status, seq), the partial indexes of 0001, or a primary key);
+-- tests/integration/postgres/test_dashboard_plans.py shows the plans on a million rows.
+-- Columns are named: rows are read into dataclasses by name, never by position.
+
+-- name: queues
+-- Every (kind, queue) with rows, by two skip scans (one probe per queue, however many rows):
+-- over the dashboard index for running, failed and done rows, over the claim's index for
+-- pending ones; plus the queues an operator paused. Topic apps (kind 'app') are not queues.
+WITH RECURSIVE settled AS (
+    (SELECT kind, queue FROM {table} WHERE status <> 'pending' ORDER BY kind, queue LIMIT 1)
+    UNION ALL
+    SELECT next.kind, next.queue
+    FROM settled, LATERAL (
+        SELECT m.kind, m.queue FROM {table} AS m
+        WHERE status <> 'pending' AND (m.kind, m.queue) > (settled.kind, settled.queue)
+        ORDER BY m.kind, m.queue
+        LIMIT 1
+    ) AS next
+), waiting AS (
+    (SELECT kind, queue FROM {table} WHERE status = 'pending' ORDER BY kind, queue LIMIT 1)
+    UNION ALL
+    SELECT next.kind, next.queue
+    FROM waiting, LATERAL (
+        SELECT m.kind, m.queue FROM {table} AS m
+        WHERE status = 'pending' AND (m.kind, m.queue) > (waiting.kind, waiting.queue)
+        ORDER BY m.kind, m.queue
+        LIMIT 1
+    ) AS next
+), found AS (
+    SELECT kind, queue FROM settled UNION SELECT kind, queue FROM waiting
+)
+SELECT kind, queue FROM found
+UNION
+SELECT kind, queue FROM {paused} WHERE kind <> 'app'
+ORDER BY kind, queue;
+
+-- name: overview
+-- Per queue: due and scheduled rows and the oldest due row's wait in seconds (the claim's
+-- partial index), running, failed and done rows (the dashboard index, index only; each count
+-- stops at %(cap)s, so a million done rows cost no more than cap), and whether it is paused.
+WITH queues AS (
+    SELECT * FROM unnest(%(kinds)s::text[], %(queues)s::text[]) AS q(kind, queue)
+)
+SELECT q.kind, q.queue, %(cap)s::int AS cap,
+       coalesce(p.due, 0) AS due,
+       coalesce(p.scheduled, 0) AS scheduled,
+       p.oldest_secs,
+       (SELECT count(*) FROM (SELECT 1 FROM {table} AS m
+                              WHERE m.kind = q.kind AND m.queue = q.queue
+                                AND m.status = 'running' LIMIT %(cap)s) AS c) AS running,
+       (SELECT count(*) FROM (SELECT 1 FROM {table} AS m
+                              WHERE m.kind = q.kind AND m.queue = q.queue
+                                AND m.status = 'failed' LIMIT %(cap)s) AS c) AS failed,
+       (SELECT count(*) FROM (SELECT 1 FROM {table} AS m
+                              WHERE m.kind = q.kind AND m.queue = q.queue
+                                AND m.status = 'done' LIMIT %(cap)s) AS c) AS done,
+       EXISTS (SELECT 1 FROM {paused} AS z
+               WHERE z.kind = q.kind AND z.queue = q.queue) AS paused
+FROM queues AS q
+LEFT JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE m.available_at <= now()) AS due,
+           count(*) FILTER (WHERE m.available_at > now()) AS scheduled,
+           extract(epoch FROM now() - min(m.available_at)
+                                     FILTER (WHERE m.available_at <= now()))::float8
+               AS oldest_secs
+    FROM {table} AS m
+    WHERE m.status = 'pending' AND m.kind = q.kind AND m.queue = q.queue
+) AS p ON true
+ORDER BY q.kind, q.queue;
+
+-- name: throughput
+-- Rows done and rows failed per minute over the last hour (60 buckets, oldest first), from
+-- the partial indexes on processed_at.
+WITH minutes AS (
+    SELECT generate_series(date_trunc('minute', now()) - interval '59 minutes',
+                           date_trunc('minute', now()), interval '1 minute') AS minute
+), done AS (
+    SELECT date_trunc('minute', processed_at) AS minute, count(*) AS n FROM {table}
+    WHERE status = 'done' AND processed_at >= date_trunc('minute', now()) - interval '59 minutes'
+    GROUP BY 1
+), failed AS (
+    SELECT date_trunc('minute', processed_at) AS minute, count(*) AS n FROM {table}
+    WHERE status = 'failed'
+      AND processed_at >= date_trunc('minute', now()) - interval '59 minutes'
+    GROUP BY 1
+)
+SELECT minutes.minute, coalesce(done.n, 0) AS done, coalesce(failed.n, 0) AS failed
+FROM minutes LEFT JOIN done USING (minute) LEFT JOIN failed USING (minute)
+ORDER BY minutes.minute;
+
+-- name: list_queue
+-- One page of one queue's rows of one status, newest first, older than seq %(before)s. At most
+-- %(scan)s rows are read from the dashboard index (pending rows: from the claim's index, whose
+-- entries of the queue are sorted by seq, so that read grows with the queue's backlog); of those, the rows matching the job type
+-- (NULL: any), the due filter (%(due)s: NULL any, true due now, false scheduled) and the text
+-- (found, case-insensitively, in the id, job type, error or payload; '' matches all) are
+-- returned, at most %(limit)s. scan_floor and scanned say how far the read went, so the
+-- next page continues there even when few rows matched.
+WITH scanned AS MATERIALIZED (
+    SELECT m.seq, m.id, m.kind, m.queue, m.job_type, m.status, m.attempts, m.available_at,
+           m.processed_at, m.claimed_by, m.error, m.payload,
+           min(m.seq) OVER () AS scan_floor, count(*) OVER () AS scanned
+    FROM (SELECT * FROM {table}
+          WHERE kind = %(kind)s AND queue = %(queue)s AND status = %(status)s
+            AND seq < %(before)s
+          ORDER BY seq DESC
+          LIMIT %(scan)s) AS m
+)
+SELECT seq, id::text AS id, kind, queue, job_type, status, attempts, available_at,
+       processed_at, claimed_by, split_part(coalesce(error, ''), E'\n', 1) AS error,
+       scan_floor, scanned
+FROM scanned
+WHERE (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
+  AND (%(due)s::boolean IS NULL OR (available_at <= now()) = %(due)s::boolean)
+  AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
+                   || payload::text), lower(%(text)s::text)) > 0
+ORDER BY seq DESC
+LIMIT %(limit)s;
+
+-- name: list_all
+-- The same page across every queue: each queue's newest rows of the status (one index-only
+-- range per queue, at most %(scan)s each), merged newest first and cut to %(scan)s, then read
+-- (one index probe each) and filtered as in list_queue.
+WITH RECURSIVE settled AS (
+    (SELECT kind, queue FROM {table} WHERE status <> 'pending' ORDER BY kind, queue LIMIT 1)
+    UNION ALL
+    SELECT next.kind, next.queue
+    FROM settled, LATERAL (
+        SELECT m.kind, m.queue FROM {table} AS m
+        WHERE status <> 'pending' AND (m.kind, m.queue) > (settled.kind, settled.queue)
+        ORDER BY m.kind, m.queue
+        LIMIT 1
+    ) AS next
+), waiting AS (
+    (SELECT kind, queue FROM {table} WHERE status = 'pending' ORDER BY kind, queue LIMIT 1)
+    UNION ALL
+    SELECT next.kind, next.queue
+    FROM waiting, LATERAL (
+        SELECT m.kind, m.queue FROM {table} AS m
+        WHERE status = 'pending' AND (m.kind, m.queue) > (waiting.kind, waiting.queue)
+        ORDER BY m.kind, m.queue
+        LIMIT 1
+    ) AS next
+), found AS (
+    SELECT kind, queue FROM settled UNION SELECT kind, queue FROM waiting
+), newest AS (
+    SELECT r.kind, r.queue, r.seq FROM found, LATERAL (
+        SELECT t.kind, t.queue, t.seq FROM {table} AS t
+        WHERE t.kind = found.kind AND t.queue = found.queue
+          AND t.status = %(status)s AND t.seq < %(before)s
+        ORDER BY t.seq DESC
+        LIMIT %(scan)s) AS r
+    ORDER BY r.seq DESC
+    LIMIT %(scan)s
+), scanned AS MATERIALIZED (
+    SELECT m.seq, m.id, m.kind, m.queue, m.job_type, m.status, m.attempts, m.available_at,
+           m.processed_at, m.claimed_by, m.error, m.payload,
+           min(m.seq) OVER () AS scan_floor, count(*) OVER () AS scanned
+    FROM newest JOIN {table} AS m
+      ON m.kind = newest.kind AND m.queue = newest.queue AND m.status = %(status)s
+     AND m.seq = newest.seq
+)
+SELECT seq, id::text AS id, kind, queue, job_type, status, attempts, available_at,
+       processed_at, claimed_by, split_part(coalesce(error, ''), E'\n', 1) AS error,
+       scan_floor, scanned
+FROM scanned
+WHERE (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
+  AND (%(due)s::boolean IS NULL OR (available_at <= now()) = %(due)s::boolean)
+  AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
+                   || payload::text), lower(%(text)s::text)) > 0
+ORDER BY seq DESC
+LIMIT %(limit)s;
+
+-- name: job
+-- One row by id (the primary key), whatever its status.
+SELECT id::text AS id, seq, kind, queue, job_type, status, priority, attempts, redeliveries,
+       deferrals, payload::text AS payload, headers::text AS headers, published_by,
+       enqueued_at_ms, created_at, available_at, expires_at, claimed_at, claimed_by,
+       lease_until, processed_at, error
+FROM {table}
+WHERE id = %(id)s::uuid;
+
+-- name: fan_out
+-- A topic row's publication: the rows one publish wrote (same topic, same transaction time,
+-- same publisher; their seq values are close), one per subscriber. Settled rows come from the
+-- dashboard index, pending ones from the claim's.
+SELECT m.id::text AS id, m.job_type, m.status, m.attempts, m.processed_at,
+       split_part(coalesce(m.error, ''), E'\n', 1) AS error, m.seq
+FROM {table} AS m
+WHERE m.kind = 'topic' AND m.queue = %(queue)s
+  AND m.status IN ('running', 'done', 'failed')
+  AND m.seq BETWEEN %(seq)s - 1000 AND %(seq)s + 1000
+  AND m.created_at = %(created_at)s AND m.published_by = %(published_by)s
+UNION ALL
+SELECT m.id::text AS id, m.job_type, m.status, m.attempts, m.processed_at,
+       split_part(coalesce(m.error, ''), E'\n', 1) AS error, m.seq
+FROM {table} AS m
+WHERE m.kind = 'topic' AND m.queue = %(queue)s AND m.status = 'pending'
+  AND m.seq BETWEEN %(seq)s - 1000 AND %(seq)s + 1000
+  AND m.created_at = %(created_at)s AND m.published_by = %(published_by)s
+ORDER BY seq;
+
+-- name: publications
+-- A topic's newest rows older than seq %(before)s, every status, at most %(limit)s: one arm per
+-- status with the status written out, so each can use its index (the dashboard's for settled
+-- rows, the claim's for pending ones), merged newest first. The caller groups the rows into
+-- publications.
+SELECT seq, id::text AS id, job_type, status, attempts, published_by, created_at,
+       processed_at, split_part(coalesce(error, ''), E'\n', 1) AS error
+FROM (
+    (SELECT * FROM {table}
+     WHERE kind = 'topic' AND queue = %(topic)s AND status = 'done' AND seq < %(before)s
+     ORDER BY seq DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT * FROM {table}
+     WHERE kind = 'topic' AND queue = %(topic)s AND status = 'failed' AND seq < %(before)s
+     ORDER BY seq DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT * FROM {table}
+     WHERE kind = 'topic' AND queue = %(topic)s AND status = 'running' AND seq < %(before)s
+     ORDER BY seq DESC LIMIT %(limit)s)
+    UNION ALL
+    (SELECT * FROM {table}
+     WHERE kind = 'topic' AND queue = %(topic)s AND status = 'pending' AND seq < %(before)s
+     ORDER BY seq DESC LIMIT %(limit)s)
+) AS r
+ORDER BY seq DESC
+LIMIT %(limit)s;
+
+-- name: audit
+-- The audit log, newest first, older than id %(before)s (the primary key).
+SELECT id, at, actor, action, kind, queue, job_id::text AS job_id, filter, count
+FROM {audit}
+WHERE id < %(before)s
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: paused
+-- Every paused queue and topic app.
+SELECT kind, queue, paused_by, paused_at FROM {paused} ORDER BY kind, queue;
+
+-- Actions. Each is one statement, so one transaction: the change, its audit row (written
+-- even when nothing matched, with count 0) and the notification waking workers commit
+-- together or not at all.
+
+-- name: retry
+-- Failed rows back to pending, due now, as `queuey failed retry` does: the row %(id)s when
+-- not NULL, else every failed row of the filter (kind and queue when not NULL, job type when
+-- not NULL, text as in list_queue).
+WITH touched AS (
+    UPDATE {table}
+    SET status = 'pending', attempts = 0, redeliveries = 0, available_at = now(),
+        expires_at = now() + (expires_at - available_at), processed_at = NULL,
+        claimed_at = NULL, claimed_by = NULL, lease_until = NULL
+    WHERE status = 'failed'
+      AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
+      AND (%(kind)s::text IS NULL OR (kind = %(kind)s::text AND queue = %(queue)s::text))
+      AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
+      AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
+                       || payload::text), lower(%(text)s::text)) > 0
+    RETURNING kind, queue
+), logged AS (
+    INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
+    SELECT %(actor)s, %(action)s,
+           CASE WHEN %(id)s::uuid IS NULL THEN %(kind)s::text ELSE min(kind) END,
+           CASE WHEN %(id)s::uuid IS NULL THEN %(queue)s::text ELSE min(queue) END,
+           %(id)s::uuid, %(filter)s, count(*)
+    FROM touched
+), woken AS (
+    SELECT pg_notify(CASE WHEN w.kind = 'topic' THEN %(topic_channel)s
+                          ELSE %(job_channel)s END, w.queue) AS notified
+    FROM (SELECT DISTINCT kind, queue FROM touched) AS w
+)
+SELECT (SELECT count(*) FROM touched) AS count, (SELECT count(*) FROM woken) AS woken;
+
+-- name: discard
+-- Failed rows deleted: the row %(id)s, or every failed row of the filter (as for retry).
+WITH touched AS (
+    DELETE FROM {table}
+    WHERE status = 'failed'
+      AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
+      AND (%(kind)s::text IS NULL OR (kind = %(kind)s::text AND queue = %(queue)s::text))
+      AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
+      AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
+                       || payload::text), lower(%(text)s::text)) > 0
+    RETURNING kind, queue
+)
+INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
+SELECT %(actor)s, %(action)s,
+       CASE WHEN %(id)s::uuid IS NULL THEN %(kind)s::text ELSE min(kind) END,
+       CASE WHEN %(id)s::uuid IS NULL THEN %(queue)s::text ELSE min(queue) END,
+       %(id)s::uuid, %(filter)s, count(*)
+FROM touched
+RETURNING count;
+
+-- name: pause
+-- Pause a queue (kind 'job' or 'topic') or a topic app (kind 'app', queue = its prefix).
+WITH added AS (
+    INSERT INTO {paused} (kind, queue, paused_by) VALUES (%(kind)s, %(queue)s, %(actor)s)
+    ON CONFLICT (kind, queue) DO NOTHING
+    RETURNING 1
+)
+INSERT INTO {audit} (actor, action, kind, queue, filter, count)
+SELECT %(actor)s, 'pause', %(kind)s, %(queue)s, '', count(*) FROM added
+RETURNING count;
+
+-- name: resume
+-- Resume what pause paused.
+WITH removed AS (
+    DELETE FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s
+    RETURNING 1
+)
+INSERT INTO {audit} (actor, action, kind, queue, filter, count)
+SELECT %(actor)s, 'resume', %(kind)s, %(queue)s, '', count(*) FROM removed
+RETURNING count;

@@ -1,0 +1,21 @@
+"""The web dashboard: queues, jobs, topics and an audit log, server-rendered from PostgreSQL.
+
+Needs the ``http`` and ``dashboard`` extras (Starlette, Jinja2). Build it with
+:func:`dashboard_mount` and pass it to ``publish_app(..., mounts=[...])`` to serve it at
+``<base>/dashboard/`` beside the publish endpoint, or run ``queuey dashboard --config app.toml``.
+The ``[dashboard]`` table (:class:`DashboardConfig`) says who may view and who may act; both
+default to private (no dashboard at all). See ``docs/dashboard.md``.
+"""
+
+from queuey.dashboard.app import dashboard_app, dashboard_mount, dashboard_path
+from queuey.dashboard.config import DashboardConfig
+from queuey.dashboard.pauses import PauseGate, PausingBackend
+
+__all__ = [
+    "DashboardConfig",
+    "PauseGate",
+    "PausingBackend",
+    "dashboard_app",
+    "dashboard_mount",
+    "dashboard_path",
+]

@@ -1,0 +1,173 @@
+"""The dashboard's actions (POST): sign in and out; retry and discard a failed job; bulk retry
+and discard over a job-list filter; pause and resume a queue or the topic app.
+
+An action is confirmed first: a form without ``confirm=yes`` answers with a page describing
+what will happen and a button that sends it again, confirmed (no script needed). A confirmed
+action is one statement (change + audit row), then redirects back with what it did. Who may
+act, and the CSRF token, are checked before anything else (``Guard.check_action``).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlencode, urlsplit
+from uuid import UUID
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.dashboard.guard import Caller, Guard, SignInRefused
+from queuey.dashboard.pauses import PauseGate
+from queuey.dashboard.session import COOKIE
+from queuey.dashboard.web import Templates, job_filter, read_form
+
+__all__ = ["LOGIN_COOKIE", "Actions"]
+
+LOGIN_COOKIE = "queuey_dashboard_login"
+"""Holds the sign-in form's CSRF token between showing the form and posting it."""
+_KINDS = ("job", "topic", "app")
+
+
+class Actions:
+    """The POST handlers, bound to one store.
+
+    Args:
+        store: the database actions.
+        guard: access decisions.
+        templates: rendering.
+        gate: a pause gate in this process to update at once after pause/resume, or ``None``.
+    """
+
+    def __init__(
+        self, store: PgDashboardStore, guard: Guard, templates: Templates, gate: PauseGate | None
+    ) -> None:
+        self.store, self.guard, self.templates, self.gate = store, guard, templates, gate
+
+    # -- signing in --------------------------------------------------------------------------
+
+    async def login_form(self, request: Request, error: str | None = None) -> Response:
+        self.guard.require_enabled()
+        token = secrets.token_urlsafe(24)
+        next_url = self.templates.local(request.query_params.get("next"))
+        response = self.templates.page(
+            "login.html",
+            {"token": token, "next": next_url, "error": error},
+            status=401 if error else 200,
+        )
+        response.set_cookie(
+            LOGIN_COOKIE, token, max_age=600, path=self.templates.path, httponly=True,
+            samesite="strict", secure=request.url.scheme == "https",
+        )  # fmt: skip
+        return response
+
+    async def login(self, request: Request) -> Response:
+        self.guard.require_enabled()
+        form = await read_form(request)
+        expected = request.cookies.get(LOGIN_COOKIE, "")
+        if not expected or not secrets.compare_digest(form.get("token", ""), expected):
+            raise HTTPException(403, "the sign-in form expired: reload it and sign in again")
+        try:
+            session = await self.guard.sign_in(form.get("credential", ""))
+        except SignInRefused as exc:
+            return await self.login_form(request, error=str(exc))
+        response = self.templates.redirect(self.templates.local(form.get("next")))
+        response.set_cookie(
+            COOKIE, self.guard.signer.encode(session),
+            max_age=max(int(session.expires - time.time()), 1), path=self.templates.path,
+            httponly=True, samesite="strict", secure=request.url.scheme == "https",
+        )  # fmt: skip
+        response.delete_cookie(LOGIN_COOKIE, path=self.templates.path)
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        form = await read_form(request)
+        if caller.session is not None and not caller.session.csrf_matches(form.get("csrf")):
+            raise HTTPException(403, "the form is stale: reload the page and retry")
+        response = self.templates.redirect(self.templates.path + "/login")
+        response.delete_cookie(COOKIE, path=self.templates.path)
+        return response
+
+    # -- acting ------------------------------------------------------------------------------
+
+    async def act(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        form = await read_form(request)
+        self.guard.check_action(caller, form.get("csrf"))
+        name = request.path_params["action"]
+        handlers: dict[str, Callable[[Caller, dict[str, str]], Awaitable[tuple[str, int]]]] = {
+            "retry": self._retry,
+            "discard": self._discard,
+            "bulk-retry": self._bulk_retry,
+            "bulk-discard": self._bulk_discard,
+            "pause": self._pause,
+            "resume": self._resume,
+        }
+        handler = handlers.get(name)
+        if handler is None:
+            raise HTTPException(404, "no such action")
+        back = self.templates.local(form.get("back"))
+        if form.get("confirm") != "yes":
+            return self._confirm(caller, name, form, back)
+        did, count = await handler(caller, form)
+        return self.templates.redirect(_with_result(back, did, count))
+
+    def _confirm(self, caller: Caller, name: str, form: dict[str, str], back: str) -> Response:
+        fields = {key: value for key, value in form.items() if key not in ("csrf", "confirm")}
+        where = job_filter(form) if name.startswith("bulk-") else None
+        csrf = caller.session.csrf if caller.session is not None else ""
+        context = {"action": name, "fields": fields, "where": where, "csrf": csrf}
+        return self.templates.page("confirm.html", {"caller": caller, "back": back, **context})
+
+    async def _retry(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
+        return "retry", await self.store.retry(caller.name, job_id=_job_id(form))
+
+    async def _discard(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
+        return "discard", await self.store.discard(caller.name, job_id=_job_id(form))
+
+    async def _bulk_retry(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
+        return "bulk-retry", await self.store.retry(caller.name, where=job_filter(form))
+
+    async def _bulk_discard(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
+        return "bulk-discard", await self.store.discard(caller.name, where=job_filter(form))
+
+    async def _pause(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
+        kind, queue = _target(form)
+        changed = await self.store.pause(caller.name, kind, queue)
+        await self._refresh_gate()
+        return "pause", int(changed)
+
+    async def _resume(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
+        kind, queue = _target(form)
+        changed = await self.store.resume(caller.name, kind, queue)
+        await self._refresh_gate()
+        return "resume", int(changed)
+
+    async def _refresh_gate(self) -> None:
+        if self.gate is not None:
+            self.gate.set(await self.store.paused_keys())
+
+
+def _job_id(form: dict[str, str]) -> str:
+    try:
+        return str(UUID(form.get("id", "")))
+    except ValueError:
+        raise HTTPException(400, "id: expected a job id (a UUID)") from None
+
+
+def _target(form: dict[str, str]) -> tuple[str, str]:
+    kind, queue = form.get("kind", ""), form.get("queue", "")
+    if kind not in _KINDS or not queue or len(queue) > 200:
+        raise HTTPException(400, "kind and queue: expected job, topic or app and a name")
+    return kind, queue
+
+
+def _with_result(back: str, did: str, count: int) -> str:
+    parts = urlsplit(back)
+    kept = [p for p in parts.query.split("&") if p and not p.startswith(("did=", "n="))]
+    query = "&".join([*kept, urlencode({"did": did, "n": count})])
+    return f"{parts.path}?{query}"

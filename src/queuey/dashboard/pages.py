@@ -1,0 +1,184 @@
+"""The dashboard's pages (GET): overview, job lists, a job, topics, the audit log, and the
+places kept for schedules and unique keys.
+
+Each handler checks the caller (``Guard.caller``), runs one or two store reads (each served
+by an index; see ``dashboard.sql``) and renders a template. Action buttons are rendered only
+for callers who may act.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Any
+from uuid import UUID
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.postgres._dashboard_rows import STATUSES, JobFilter, TopicRow
+from queuey.dashboard.chart import throughput_svg
+from queuey.dashboard.guard import Caller, Guard
+from queuey.dashboard.web import Templates, filter_query, job_filter, positive_int, pretty_json
+
+__all__ = ["Pages", "Publication"]
+
+PAGE_SIZE = 50
+TOPIC_ROWS = 200
+DONE_MESSAGES = {
+    "retry": "Retried {n} job(s): back to pending, due now.",
+    "discard": "Discarded {n} job(s).",
+    "bulk-retry": "Retried {n} failed job(s) matching the filter.",
+    "bulk-discard": "Discarded {n} failed job(s) matching the filter.",
+    "pause": "Paused.",
+    "resume": "Resumed.",
+}
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One publish to a topic: its rows, one per subscriber (newest publication first)."""
+
+    rows: list[TopicRow]
+
+    @property
+    def first(self) -> TopicRow:
+        return self.rows[0]
+
+
+class Pages:
+    """The GET handlers, bound to one store.
+
+    Args:
+        store: the database reads.
+        guard: access decisions.
+        templates: rendering.
+        app_prefix: the topic app this dashboard can pause as a whole, or ``None``.
+    """
+
+    def __init__(
+        self, store: PgDashboardStore, guard: Guard, templates: Templates, app_prefix: str | None
+    ) -> None:
+        self.store, self.guard, self.templates = store, guard, templates
+        self.app_prefix = app_prefix
+
+    def _page(self, name: str, request: Request, caller: Caller, **context: Any) -> Response:
+        done = request.query_params.get("did")
+        count = positive_int(request.query_params.get("n"), "n") or 0
+        flash = DONE_MESSAGES[done].format(n=count) if done in DONE_MESSAGES else None
+        csrf = caller.session.csrf if caller.session is not None else ""
+        return self.templates.page(
+            name,
+            {"caller": caller, "csrf": csrf, "flash": flash, "here": _here(request), **context},
+        )
+
+    async def overview(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        queues = await self.store.overview()
+        paused = await self.store.paused()
+        app_paused = any(p.kind == "app" and p.queue == self.app_prefix for p in paused)
+        return self._page(
+            "overview.html",
+            request,
+            caller,
+            queues=queues,
+            chart=throughput_svg(await self.store.throughput()),
+            app_prefix=self.app_prefix,
+            app_paused=app_paused,
+        )
+
+    async def jobs(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        where = job_filter(request.query_params)
+        before = positive_int(request.query_params.get("before"), "before")
+        page = await self.store.jobs(where, before=before, limit=PAGE_SIZE)
+        older = None if page.before is None else filter_query(where, before=page.before)
+        return self._page(
+            "jobs.html",
+            request,
+            caller,
+            where=where,
+            page=page,
+            older=older,
+            statuses=STATUSES,
+            tabs={status: filter_query(_with_status(where, status)) for status in STATUSES},
+            queues=await self.store.queues(),
+            query=filter_query(where),
+        )
+
+    async def job(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        try:
+            job_id = str(UUID(request.path_params["job_id"]))
+        except ValueError:
+            raise HTTPException(404, "no such job") from None
+        detail = await self.store.job(job_id)
+        if detail is None:
+            raise HTTPException(404, "no such job (it may have been discarded or pruned)")
+        return self._page(
+            "job.html",
+            request,
+            caller,
+            job=detail,
+            payload=pretty_json(detail.payload),
+            headers=pretty_json(detail.headers),
+            fan_out=await self.store.fan_out(detail),
+        )
+
+    async def topics(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        queues = [q for q in await self.store.overview() if q.kind == "topic"]
+        return self._page("topics.html", request, caller, topics=queues)
+
+    async def topic(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        topic = request.path_params["topic"]
+        before = positive_int(request.query_params.get("before"), "before")
+        rows = await self.store.publications(topic, before=before, limit=TOPIC_ROWS)
+        publications, older = _publications(rows, full=len(rows) >= TOPIC_ROWS)
+        paused = any(p.kind == "topic" and p.queue == topic for p in await self.store.paused())
+        return self._page(
+            "topic.html",
+            request,
+            caller,
+            topic=topic,
+            publications=publications,
+            older=older,
+            paused=paused,
+        )
+
+    async def audit(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        before = positive_int(request.query_params.get("before"), "before")
+        entries = await self.store.audit(before=before, limit=PAGE_SIZE)
+        older = entries[-1].id if len(entries) == PAGE_SIZE else None
+        return self._page("audit.html", request, caller, entries=entries, older=older)
+
+    async def later(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        what = request.url.path.rstrip("/").rsplit("/", 1)[-1]
+        return self._page("later.html", request, caller, what=what)
+
+
+def _here(request: Request) -> str:
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
+
+
+def _with_status(where: JobFilter, status: str) -> JobFilter:
+    return JobFilter(status, where.kind, where.queue, where.job_type, where.text)
+
+
+def _publications(rows: list[TopicRow], *, full: bool) -> tuple[list[Publication], int | None]:
+    """Rows grouped into publications (one publish: same time and publisher). When the read
+    was cut (``full``) the oldest group may be partial: it is left for the next page."""
+    groups = [
+        Publication(sorted(group, key=lambda row: row.seq))
+        for _, group in groupby(rows, key=lambda row: (row.created_at, row.published_by))
+    ]
+    if full and len(groups) > 1:
+        groups.pop()
+        return groups, min(row.seq for row in groups[-1].rows)
+    return groups, (rows[-1].seq if full else None)

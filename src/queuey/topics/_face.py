@@ -1,0 +1,105 @@
+"""The topic face: functions looked up by name (the envelope's ``job_type``, read at each
+message so a function registered later is found), called with the payload and a
+``MessageContext``, retried on the ``[queues]`` backoff (``topics._decision``).
+
+A message whose function is not loaded fails like a raising function, with a reason saying so.
+Outcomes are logged on ``queuey.topics`` with ``topic``, ``subscriber``, ``message_id`` and
+``attempts`` as structured fields.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from concurrent.futures import Executor
+from typing import Any
+
+from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter
+from queuey._runtime.invoke import run_handler
+from queuey.envelope import Envelope
+from queuey.queues import QueueConfig
+from queuey.topics._decision import TopicRetry, decide, error_text, not_loaded
+from queuey.topics.config import QueuesConfig
+from queuey.topics.function import Function, MessageContext
+from queuey.topics.publisher import PUBLISHED_BY
+
+__all__ = ["TopicFace", "message_context"]
+
+
+def message_context(envelope: Envelope) -> MessageContext:
+    """The ``MessageContext`` of a run of ``envelope``."""
+    return MessageContext(
+        topic=envelope.queue,
+        message_id=envelope.job_id,
+        subscriber=envelope.job_type,
+        attempts=envelope.attempt,
+        published_by=envelope.headers.get(PUBLISHED_BY, ""),
+    )
+
+
+class TopicFace:
+    """Runs topic messages with ``functions`` under ``config``'s retry settings.
+
+    Args:
+        config: the app's ``[queues]`` settings (``max_attempts``, the backoff).
+        functions: the loaded functions by name, read at each message.
+    """
+
+    log = logging.getLogger("queuey.topics")
+
+    def __init__(self, config: QueuesConfig, functions: Mapping[str, Function]) -> None:
+        self._retry = TopicRetry(config)
+        self._functions = functions
+
+    async def run(self, envelope: Envelope, queue: QueueConfig, executor: Executor) -> Outcome:
+        """Call the message's function and decide (see ``Face.run``)."""
+        return decide(envelope, await self._call(envelope, executor), self._retry)
+
+    def failed(self, envelope: Envelope, queue: QueueConfig, error: BaseException) -> Outcome:
+        """``error`` decided like a function's failure."""
+        return decide(envelope, error_text(error), self._retry)
+
+    async def _call(self, envelope: Envelope, executor: Executor) -> str | None:
+        """Run the message's function; ``None`` on success, else the failure text."""
+        function = self._functions.get(envelope.job_type)
+        if function is None:
+            return not_loaded(envelope.job_type, envelope.queue)
+        try:
+            arguments = function.arguments(envelope.payload, message_context(envelope))
+        except Exception as exc:
+            return error_text(exc)
+        error = await run_handler(
+            function.call, arguments, is_async=function.is_async, executor=executor
+        )
+        return None if error is None else error_text(error)
+
+    def fields(self, envelope: Envelope) -> dict[str, Any]:
+        """``topic``, ``subscriber``, ``message_id`` and ``attempts``."""
+        return {
+            "topic": envelope.queue,
+            "subscriber": envelope.job_type,
+            "message_id": envelope.job_id,
+            "attempts": envelope.attempt,
+        }
+
+    def outcome_message(
+        self, envelope: Envelope, outcome: Outcome
+    ) -> tuple[str, tuple[object, ...]]:
+        """ "message handled by …", "message failed in …; will retry in …", "message failed in
+        … for the last time …" (a topic message is never deferred by its function)."""
+        where = f"{envelope.job_type} on {envelope.queue}"
+        match outcome:
+            case Ack():
+                return "message handled by %s", (where,)
+            case RetryAfter(delay=delay, error=error):
+                text = "message failed in %s; will retry in %.0fs: %s"
+                return text, (where, delay.total_seconds(), error)
+            case DeferFor(delay=delay, reason=reason):
+                return "message in %s deferred for %.0fs: %s", (
+                    where,
+                    delay.total_seconds(),
+                    reason,
+                )
+            case DeadLetter(reason=reason):
+                text = "message failed in %s for the last time (attempt %d); left failed: %s"
+                return text, (where, envelope.attempt, reason)
