@@ -105,7 +105,11 @@ class Timing:
             index = (moment - EPOCH) // _MICRO // step + 1
             return EPOCH + _MICRO * (index * step)
         start = moment.astimezone(ZoneInfo(self.tz))
-        return next(iter(CronSim(self.cron or "", start))).astimezone(UTC)
+        for slot in CronSim(self.cron or "", start):
+            # From inside a repeated hour cronsim may answer with that hour's first pass.
+            if slot.astimezone(UTC) > moment:
+                return slot.astimezone(UTC)
+        raise AssertionError("unreachable: a cron expression has a next slot")
 
     def slots(self, after: datetime | None, until: datetime, limit: int) -> list[datetime]:
         """The newest ``limit`` slots in ``(after, until]`` (UTC, oldest first); ``after``
@@ -114,7 +118,8 @@ class Timing:
         for slot in self._backwards(until):
             if len(found) >= limit or (after is not None and slot <= after):
                 break
-            found.append(slot)
+            if slot <= until and (not found or slot < found[-1]):  # strictly older each time
+                found.append(slot)
         return found[::-1]
 
     def _backwards(self, until: datetime) -> Any:

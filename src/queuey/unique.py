@@ -215,7 +215,8 @@ class Unique:
             )
         if self.on_conflict not in get_args(OnConflict):
             raise site.error(
-                "unique", f"on_conflict: expected 'skip' or 'replace', got {shown(self.on_conflict)}"
+                "unique",
+                f"on_conflict: expected 'skip' or 'replace', got {shown(self.on_conflict)}",
             )
         return self
 

@@ -25,6 +25,7 @@ from queuey import (
     Worker,
 )
 from queuey.backends.base import Backend, UniqueBackend
+from queuey.unique import State
 from tests.helpers import run_until
 
 
@@ -145,7 +146,7 @@ async def test_done_and_dead_release_the_key_by_default(backend: Backend) -> Non
 
 async def test_done_and_failed_in_the_states_keep_the_key(backend: Backend) -> None:
     needs_unique(backend)
-    states = ("pending", "running", "done", "failed")
+    states: tuple[State, ...] = ("pending", "running", "done", "failed")
     queues, Sync = kit(Unique(by=("account_id",), states=states))
     producer = await Producer.create(queues, backend)
     worker = Worker(queues, backend)
@@ -279,7 +280,7 @@ async def test_a_job_type_and_its_fields_make_the_key(backend: Backend) -> None:
     needs_unique(backend)
     queues, Sync = kit(Unique())  # no fields: one key for the whole job type
 
-    class Other(Job[queues], queue=queues.sync, unique=Unique()):  # type: ignore[valid-type,name-defined,misc]
+    class Other(Job[queues], queue=queues.sync, unique=Unique()):  # type: ignore[valid-type]
         account_id: int
 
     producer = await Producer.create(queues, backend)

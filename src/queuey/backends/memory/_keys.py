@@ -120,9 +120,7 @@ class Keys:
         known = self.schedules.get(name)
         if known is None or (known.last_slot is not None and known.last_slot >= slot):
             return
-        self.schedules[name] = replace(
-            known, last_slot=slot, last_fired_at=now, last_job_id=job_id
-        )
+        self.schedules[name] = replace(known, last_slot=slot, last_fired_at=now, last_job_id=job_id)
 
     def pause(self, name: str, paused: bool) -> bool:
         """Set the paused flag of ``name``; ``False`` when unknown."""
