@@ -21,7 +21,7 @@ from queuey import (
     Worker,
 )
 from queuey._runtime.scheduler import job_entries
-from queuey.schedule import ScheduleRecord, Timing
+from queuey.schedule import CatchUp, ScheduleRecord, Timing
 
 PARIS = ZoneInfo("Europe/Paris")
 
@@ -97,7 +97,7 @@ async def test_a_slot_in_the_repeated_hour_fires_once() -> None:
     assert [minute(m) for m in started] == ["2024-10-27 02:30 CEST", "2024-10-28 02:30 CET"]
 
 
-async def missed(catch_up: str, limit: int = 100) -> list[datetime]:
+async def missed(catch_up: CatchUp, limit: int = 100) -> list[datetime]:
     """Every worker was down for an hour of a ten-minute schedule; what does one fire at once?"""
     start = datetime(2024, 5, 1, 12, 5, tzinfo=UTC)
     backend = MemoryBackend(start=start)
@@ -106,7 +106,7 @@ async def missed(catch_up: str, limit: int = 100) -> list[datetime]:
         job=Report(),
         name="ten",
         catch_up=catch_up,
-        catch_up_limit=limit,  # type: ignore[arg-type]
+        catch_up_limit=limit,
     )
     await backend.register_schedules([schedule.record()])
     await backend.record_fired("ten", start - timedelta(minutes=65), "previous")
