@@ -134,7 +134,7 @@ async def test_the_key_column_is_set_only_while_held(
     await producer.enqueue(SyncAccount(account_id=5))
     found = await rows(database_url, pg_schema, "unique_key", "unique_states")
     assert found[0] == (None, 0)
-    assert found[1][0] == 'job:uq.sync:uq.Sync:[5]' and found[1][1] == 3
+    assert found[1][0] == "job:uq.sync:uq.Sync:[5]" and found[1][1] == 3
 
 
 def test_the_plain_statements_do_no_unique_work() -> None:
