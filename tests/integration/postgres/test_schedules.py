@@ -5,6 +5,7 @@ schedules' shared state (pause, last slot) through the backend."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import subprocess
@@ -67,7 +68,7 @@ async def test_three_workers_fire_each_slot_once_and_a_kill_changes_nothing(
     moments = [datetime.fromisoformat(key.split(":", 2)[2]) for key, _, _ in slots]
     assert len(slots) >= 8
     assert all(rows == 1 for _, rows, _ in slots), slots  # each slot fired exactly once
-    gaps = [b - a for a, b in zip(moments, moments[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(moments)]
     assert set(gaps) == {timedelta(seconds=1)}, moments  # and none was missed
     assert all(runs >= 1 for _, _, runs in slots[:-1]), slots  # and each ran
 
