@@ -4,8 +4,11 @@ Mount it in a Starlette or FastAPI app (``Mount("/hooks", app=publish_app(...))`
 with ``queuey serve``. A request is checked in this order, and the first failing check answers
 (DESIGN §3): 405 not POST; 404 the policy is private; 401 credentials missing, or present and
 invalid (even on a public route); 403 wrong role or organisation class; 413 body over the limit;
-400 body not JSON; 400 not a topic; then 202 with the publication, or 500 when the database
-fails. Every error body is ``{"error": "..."}`` and never quotes a credential.
+400 body not JSON; 400 not a topic (or a malformed ``Idempotency-Key``); then 202 with the
+publication, or 500 when the database fails. With an ``Idempotency-Key`` header, a key already
+used within ``[queues] idempotency_hours`` writes nothing and answers 200 with the first
+publication; the same key with another topic or body is 409. Every error body is
+``{"error": "..."}`` and never quotes a credential.
 
 Whatever follows ``{base}/queues/`` is the topic, so a malformed one (empty, with a slash,
 encoded or not, a newline or another character a topic cannot have) reaches the topic check
@@ -39,7 +42,13 @@ from queuey.http.body import (
 from queuey.http.config import HttpConfig
 from queuey.http.credentials import CredentialAuthenticator
 from queuey.http.openapi import openapi_document
-from queuey.topics.publication import InvalidTopicError, Publisher
+from queuey.topics.publication import (
+    IdempotencyConflictError,
+    InvalidTopicError,
+    KeyedPublisher,
+    Publication,
+    Publisher,
+)
 
 __all__ = ["QUEUE_FAILED", "publish_app"]
 
@@ -123,7 +132,8 @@ class _PublishEndpoint:
         principal = await self._admit(request)
         message = await self._message(request)
         published_by = "" if principal is None else principal.id
-        return await self._record(request.path_params["topic"], message, published_by)
+        key = _idempotency_key(request)
+        return await self._record(request.path_params["topic"], message, published_by, key)
 
     async def openapi(self, request: Request) -> Response:
         document = openapi_document(self._config, self._access, version=queuey.__version__)
@@ -153,15 +163,52 @@ class _PublishEndpoint:
         except MalformedBodyError as exc:
             raise HTTPException(400, str(exc)) from None
 
-    async def _record(self, topic: str, message: JsonValue, published_by: str) -> Response:
+    async def _record(
+        self, topic: str, message: JsonValue, published_by: str, key: str | None
+    ) -> Response:
         try:
-            publication = await self._publisher.publish(topic, message, published_by)
+            publication = await self._publish(topic, message, published_by, key)
         except InvalidTopicError as exc:
             raise HTTPException(400, str(exc)) from None
+        except IdempotencyConflictError as exc:
+            raise HTTPException(409, str(exc)) from None
         except BackendError as exc:
             logger.error("publishing to topic %r failed: %s", topic, exc)
             raise HTTPException(500, QUEUE_FAILED) from None
-        return JSONResponse(publication.as_json(), status_code=202)
+        status = 200 if publication.replayed else 202
+        return JSONResponse(publication.as_json(), status_code=status)
+
+    async def _publish(
+        self, topic: str, message: JsonValue, published_by: str, key: str | None
+    ) -> Publication:
+        if key is None:
+            return await self._publisher.publish(topic, message, published_by)
+        if not isinstance(self._publisher, KeyedPublisher):
+            raise HTTPException(400, "this endpoint does not take an Idempotency-Key")
+        return await self._publisher.publish(topic, message, published_by, key=key)
+
+
+IDEMPOTENCY_KEY = "Idempotency-Key"
+MAX_KEY_CHARS = 255
+
+
+def _idempotency_key(request: Request) -> str | None:
+    """The ``Idempotency-Key`` header: a token or a quoted string (the IETF draft's form) of 1
+    to 255 visible ASCII characters; ``None`` when absent.
+
+    Raises:
+        HTTPException: 400 when it is present but malformed.
+    """
+    raw = request.headers.get(IDEMPOTENCY_KEY)
+    if raw is None:
+        return None
+    key = raw.strip()
+    if len(key) >= 2 and key[0] == key[-1] == '"':
+        key = key[1:-1]
+    if not 0 < len(key) <= MAX_KEY_CHARS or not all(" " < c <= "~" for c in key):
+        message = f"{IDEMPOTENCY_KEY}: expected 1 to {MAX_KEY_CHARS} visible ASCII characters"
+        raise HTTPException(400, message)
+    return key
 
 
 def _challenge(config: HttpConfig) -> str:

@@ -5,20 +5,32 @@ Each subscriber gets its own envelope (``kind="topic"``, ``queue`` = the topic, 
 the function), so each has its own retries. A topic nobody subscribes to is still recorded: one
 envelope with an empty ``job_type``, which backends keep as handled and never deliver, so "why
 didn't my handler run?" has an answer.
+
+With an idempotency ``key`` (the HTTP ``Idempotency-Key`` header, a schedule's slot) the
+publication is written only if the key was not used within ``[queues] idempotency_hours``;
+otherwise nothing is written and the first publication is answered (``replayed``). The key is
+scoped by the app's prefix, and remembered with a fingerprint of the topic and the payload:
+the same key for another topic or payload is an ``IdempotencyConflictError``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import Any
 
-from queuey.backends.base import Backend
+from queuey.backends.base import Backend, UniqueBackend
 from queuey.envelope import Envelope
+from queuey.errors import ConfigError
 from queuey.topics.config import QueuesConfig, topic_error
-from queuey.topics.publication import InvalidTopicError, Publication
+from queuey.topics.publication import IdempotencyConflictError, InvalidTopicError, Publication
+from queuey.unique import IdempotencyKey
 
-__all__ = ["PUBLISHED_BY", "TopicPublisher"]
+__all__ = ["MAX_KEY_CHARS", "PUBLISHED_BY", "TopicPublisher", "fingerprint"]
+
+MAX_KEY_CHARS = 255
+"""The longest idempotency key accepted."""
 
 log = logging.getLogger("queuey.topics")
 
@@ -27,12 +39,14 @@ PUBLISHED_BY = "published_by"
 
 
 class TopicPublisher:
-    """Publishes to the topics of one app (implements ``Publisher``).
+    """Publishes to the topics of one app (implements ``KeyedPublisher``).
 
     Args:
         config: the app's ``[queues]`` settings (who subscribes to what).
         backend: the transport.
     """
+
+    takes_idempotency_keys = True
 
     def __init__(self, config: QueuesConfig, backend: Backend) -> None:
         self.config = config
@@ -45,6 +59,7 @@ class TopicPublisher:
         published_by: str = "",
         *,
         connection: object | None = None,
+        key: str | None = None,
     ) -> Publication:
         """Record ``payload`` once per subscriber of ``topic``, in one ``backend.publish``.
 
@@ -56,6 +71,9 @@ class TopicPublisher:
             published_by: who publishes (a principal id), ``""`` for the app itself.
             connection: (PostgreSQL) the caller's psycopg ``AsyncConnection``; the messages then
                 commit or roll back with the caller's transaction.
+            key: an idempotency key (1..255 characters): a second publish with the same key
+                within ``idempotency_hours`` writes nothing and answers with the first
+                publication (``replayed=True``).
 
         Returns:
             The publication: the first message's id, the trimmed topic, and how many
@@ -64,6 +82,10 @@ class TopicPublisher:
         Raises:
             InvalidTopicError: ``topic`` breaks the topic rule; nothing is written.
             TypeError: ``payload`` is not JSON-serialisable or ``published_by`` not a string.
+            ValueError: ``key`` is empty or longer than 255 characters.
+            IdempotencyConflictError: ``key`` was used within the window for another topic
+                or payload; nothing is written.
+            ConfigError: a ``key`` on a backend without idempotency keys (RabbitMQ).
             BackendError: the backend failed; nothing is written.
         """
         name = _checked_topic(topic)
@@ -74,6 +96,8 @@ class TopicPublisher:
             Envelope.new(subscriber, name, payload, headers=headers, kind="topic")
             for subscriber in subscribers or ("",)
         ]
+        if key is not None:
+            return await self._publish_once(name, payload, envelopes, key, connection)
         await self.backend.publish(envelopes, connection=connection)
         if not subscribers:
             log.warning(
@@ -82,6 +106,38 @@ class TopicPublisher:
                 extra={"topic": name, "message_id": envelopes[0].job_id},
             )
         return Publication(envelopes[0].job_id, name, len(subscribers))
+
+    async def _publish_once(
+        self,
+        topic: str,
+        payload: Any,
+        envelopes: list[Envelope],
+        key: str,
+        connection: object | None,
+    ) -> Publication:
+        if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_CHARS:
+            raise ValueError(f"an idempotency key has 1 to {MAX_KEY_CHARS} characters")
+        if not isinstance(self.backend, UniqueBackend):
+            raise ConfigError(
+                f"idempotency keys need PostgreSQL or memory, not {type(self.backend).__name__}"
+            )
+        window = self.config.idempotency_hours * 3600.0
+        once = IdempotencyKey(f"{self.config.prefix}:{key}", fingerprint(topic, payload), window)
+        first = await self.backend.publish_once(envelopes, once, connection=connection)
+        if first.fingerprint != once.fingerprint:
+            raise IdempotencyConflictError(
+                f"the idempotency key {key!r} was used for another topic or body "
+                f"within the last {self.config.idempotency_hours} hour(s)"
+            )
+        delivered = len(first.ids) if self.config.subscribers(topic) else 0
+        return Publication(first.ids[0], topic, delivered, replayed=not first.fresh)
+
+
+def fingerprint(topic: str, payload: Any) -> str:
+    """A hash of ``topic`` and ``payload`` (canonical JSON): what an idempotency key is
+    checked against."""
+    canonical = json.dumps([topic, payload], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _checked_topic(topic: object) -> str:
