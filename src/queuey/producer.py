@@ -1,7 +1,8 @@
 """``Producer[Q]``: enqueues jobs of one ``QueueSet`` through a backend.
 
 ``enqueue`` accepts only ``Job[Q]`` instances, so ``mypy --strict`` rejects a job of another
-queue set; the same check runs at runtime (``TypeError``) before anything is published.
+queue set; the same check runs at runtime (``TypeError``) before anything is published. The
+envelope building is ``ProducerBase``'s, shared with the sync twin ``queuey.sync.Producer``.
 
 Every enqueue answers with an ``EnqueueResult``: the job id (a ``str``) that also says whether
 a job was inserted. Only a job whose class declares ``unique=`` can be refused; it goes
@@ -13,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any, Generic
+from typing import Any
 
-from queuey.backends.base import Backend, UniqueBackend
+from queuey._runtime.producer_base import ProducerBase, delay_of
+from queuey.backends.base import Backend, CancelResult, UniqueBackend
 from queuey.durations import Duration, parse_delay
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError
@@ -23,7 +25,7 @@ from queuey.jobs import Job, Q, unique_key_of
 from queuey.queues import QueueSet
 from queuey.unique import EnqueueResult, UniqueKey
 
-__all__ = ["Producer", "unique_backend"]
+__all__ = ["Producer", "unique_backend", "unique_jobs"]
 
 
 def unique_backend(backend: Backend, what: str) -> UniqueBackend:
@@ -52,7 +54,7 @@ def unique_jobs(queue_set: type[QueueSet]) -> list[str]:
     return sorted(set(found))
 
 
-class Producer(Generic[Q]):
+class Producer(ProducerBase[Q]):
     """Enqueues jobs of ``queue_set``. Build with ``await Producer.create(...)`` (declares every
     queue of the set) or ``Producer.undeclared(...)`` (declares nothing)."""
 
@@ -81,38 +83,6 @@ class Producer(Generic[Q]):
         """A producer that declares nothing (on RabbitMQ it cannot ``defer``)."""
         return cls(queue_set, backend)
 
-    def _target(self, job_type: type[Any]) -> tuple[str, str]:
-        """``(job name, queue name)`` of a job class of this producer's set.
-
-        Raises:
-            TypeError: ``job_type`` is not a job of this producer's queue set.
-        """
-        if not (isinstance(job_type, type) and issubclass(job_type, Job)) or (
-            job_type.job_queue().queue_set is not self.queue_set
-        ):
-            owner = getattr(getattr(job_type, "__queuey_queue__", None), "queue_set", None)
-            raise TypeError(
-                f"{job_type.__qualname__} belongs to "
-                f"{getattr(owner, '__name__', 'no queue set')}, not {self.queue_set.__name__}"
-            )
-        return job_type.job_name(), job_type.job_queue().name
-
-    def _envelope(self, job: Job[Q], priority: int = 0) -> Envelope:
-        name, queue = self._target(type(job))
-        return Envelope.new(name, queue, job.model_dump(mode="json"), priority=priority)
-
-    def _envelopes(self, jobs: Sequence[Job[Q]]) -> list[Envelope]:
-        """One envelope per job, each job class checked and resolved once per call."""
-        targets: dict[type[Any], tuple[str, str]] = {}
-        envelopes = []
-        for job in jobs:
-            job_type = type(job)
-            target = targets.get(job_type)
-            if target is None:
-                target = targets[job_type] = self._target(job_type)
-            envelopes.append(Envelope.new(target[0], target[1], job.model_dump(mode="json")))
-        return envelopes
-
     async def _unique(
         self,
         envelopes: list[Envelope],
@@ -123,11 +93,14 @@ class Producer(Generic[Q]):
         backend = unique_backend(self.backend, envelopes[0].job_type)
         return await backend.publish_unique(envelopes, keys, delay, connection=connection)
 
-    async def enqueue(self, job: Job[Q], *, connection: Any = None) -> EnqueueResult:
-        """Enqueue ``job`` for now at priority 0.
+    async def enqueue(
+        self, job: Job[Q], *, priority: int = 0, connection: Any = None
+    ) -> EnqueueResult:
+        """Enqueue ``job`` for now.
 
         Args:
             job: a job of this producer's queue set.
+            priority: ``0..max_priority`` of its queue (default 0); higher is delivered first.
             connection: (PostgreSQL) the caller's psycopg ``AsyncConnection``; the job then
                 commits or rolls back with the caller's transaction.
 
@@ -138,10 +111,11 @@ class Producer(Generic[Q]):
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
+            ValueError: ``priority`` is out of its queue's range (the message names both).
             ConfigError: ``job`` is unique and the backend cannot refuse duplicates.
             BackendError: the backend refused it; nothing was enqueued.
         """
-        envelope = self._envelope(job)
+        envelope = self._envelope(job, priority)
         if type(job).__queuey_unique__ is not None:
             (result,) = await self._unique([envelope], [unique_key_of(job)], None, connection)
             return result
@@ -149,17 +123,18 @@ class Producer(Generic[Q]):
         return EnqueueResult(envelope.job_id)
 
     async def enqueue_after(
-        self, job: Job[Q], delay: Duration, *, connection: Any = None
+        self, job: Job[Q], delay: Duration, *, priority: int = 0, connection: Any = None
     ) -> EnqueueResult:
         """Enqueue ``job`` to be delivered after ``delay`` (string, ``timedelta`` or seconds;
-        0 = now) at priority 0. Returns what ``enqueue`` returns.
+        0 = now) at ``priority`` (as for ``enqueue``). Returns what ``enqueue`` returns.
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
+            ValueError: ``priority`` is out of its queue's range.
             ConfigError: ``delay`` does not parse or is negative; or as for ``enqueue``.
             BackendError: the backend refused it.
         """
-        envelope = self._envelope(job)
+        envelope = self._envelope(job, priority)
         wait = parse_delay(delay, "enqueue_after delay")
         if type(job).__queuey_unique__ is not None:
             (result,) = await self._unique([envelope], [unique_key_of(job)], wait, connection)
@@ -176,8 +151,7 @@ class Producer(Generic[Q]):
             TypeError: ``job`` belongs to another queue set.
             UnknownQueueError: (RabbitMQ) the queue was never declared by this backend.
         """
-        top = type(job).job_queue().config.top_priority if isinstance(job, Job) else 0
-        envelope = self._envelope(job, priority=top)
+        envelope = self._deferred(job)
         wait = parse_delay(delay, "defer delay")
         if type(job).__queuey_unique__ is not None:
             (result,) = await self._unique([envelope], [unique_key_of(job)], wait, None)
@@ -190,9 +164,11 @@ class Producer(Generic[Q]):
         jobs: Sequence[Job[Q]],
         *,
         delay: Duration | None = None,
+        priority: int = 0,
         connection: Any = None,
     ) -> list[EnqueueResult]:
-        """Enqueue ``jobs`` all or none (one round trip on PostgreSQL).
+        """Enqueue ``jobs`` all or none (one round trip on PostgreSQL), each at ``priority``
+        (as for ``enqueue``).
 
         Returns:
             One ``EnqueueResult`` per job, in order: a unique job refused as a duplicate (of
@@ -200,15 +176,31 @@ class Producer(Generic[Q]):
 
         Raises:
             TypeError: a job belongs to another queue set (nothing is enqueued).
+            ValueError: ``priority`` is out of a job's queue's range (nothing is enqueued).
             ConfigError: a job is unique and the backend cannot refuse duplicates.
             BackendError: the backend refused them.
         """
-        envelopes = self._envelopes(jobs)
+        envelopes = self._envelopes(jobs, priority)
         if not envelopes:
             return []
-        wait = None if delay is None else parse_delay(delay, "enqueue_many delay")
+        wait = delay_of(delay, "enqueue_many delay")
         if any(type(job).__queuey_unique__ is not None for job in jobs):
             keys = [unique_key_of(job) for job in jobs]
             return await self._unique(envelopes, keys, wait, connection)
-        await self.backend.publish(envelopes, wait or timedelta(0), connection=connection)
+        await self.backend.publish(envelopes, wait, connection=connection)
         return [EnqueueResult(envelope.job_id) for envelope in envelopes]
+
+    async def cancel(self, job_id: str) -> CancelResult:
+        """Cancel job ``job_id`` (of any queue): a pending or scheduled job ends
+        ``cancelled`` and never runs; a running one is told to stop (PostgreSQL: through a
+        NOTIFY to its worker, whose late outcome is then refused) and ends ``cancelled``.
+
+        Returns:
+            ``"cancelled"``, ``"requested"`` (it was running) or ``"not_found"`` (no pending,
+            scheduled or running job has that id).
+
+        Raises:
+            NotSupportedError: (RabbitMQ) a queued message cannot be cancelled.
+            BackendError: the backend failed; nothing changed.
+        """
+        return await self.backend.cancel(job_id)

@@ -165,9 +165,9 @@ async def test_an_outage_is_logged_once_and_its_end_wakes(caplog: pytest.LogCapt
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"max_redeliveries": 0}, "max_redeliveries must be a whole number >= 1, got 0"),
-        ({"pool_size": True}, "pool_size must be a whole number >= 1, got True"),
-        ({"poll_only": "yes"}, "poll_only must be true or false, got 'yes'"),
+        ({"max_redeliveries": 0}, "max_redeliveries: expected an integer >= 1, got 0"),
+        ({"pool_size": True}, "pool_size: expected an integer >= 1, got True"),
+        ({"poll_only": "yes"}, "poll_only: expected true or false, got 'yes'"),
         ({"lease": 0}, "lease: a duration must be greater than zero"),
         ({"channel": "no-dash"}, "channel: 'no-dash' is not a usable identifier"),
     ],

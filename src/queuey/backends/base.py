@@ -17,6 +17,12 @@ Semantics every backend honours, proven by ``tests/conformance``:
 - Queues are keyed by (``kind``, name): a topic never collides with a typed queue of the same
   name. A ``kind="topic"`` envelope with an empty ``job_type`` is recorded as handled (nobody
   subscribes) and never delivered.
+- Within a queue, a higher priority is delivered first (up to the queue's ``max_priority``).
+- ``cancel`` turns a pending or scheduled job into a cancelled one, which is never delivered;
+  a backend that can reach a running job's worker tells it (``Delivery.cancel_requested``).
+
+``SyncBackend`` is the publishing half of ``Backend`` for code without an event loop
+(``queuey.sync.Producer``): the same methods, the same semantics, called synchronously.
 
 Two optional capabilities, each a Protocol of its own (PostgreSQL and memory have both,
 RabbitMQ neither):
@@ -30,16 +36,31 @@ RabbitMQ neither):
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
-from typing import Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
 from queuey.schedule import ScheduleRecord
 from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State, UniqueKey
 
-__all__ = ["Backend", "Consumer", "Delivery", "ScheduleBackend", "UniqueBackend"]
+__all__ = [
+    "Backend",
+    "CancelResult",
+    "Consumer",
+    "Delivery",
+    "ScheduleBackend",
+    "SyncBackend",
+    "UniqueBackend",
+]
+
+CancelResult = Literal["cancelled", "requested", "not_found"]
+"""What ``cancel`` did: ``"cancelled"`` (the job was pending or scheduled and is now cancelled),
+``"requested"`` (it was running: its worker was told, and it ends cancelled), ``"not_found"``
+(no pending, scheduled or running job has this id: unknown, finished or already cancelled)."""
 
 
 class Delivery(Protocol):
@@ -72,6 +93,27 @@ class Delivery(Protocol):
     async def release(self) -> None:
         """Hand this delivery back untouched, deliverable again at once, no attempt spent
         (graceful shutdown cancelled its handler)."""
+        ...
+
+    @property
+    def cancel_requested(self) -> asyncio.Future[None] | None:
+        """Done once the job was cancelled while it runs (``Backend.cancel``); ``None`` when
+        this backend cannot reach a running job (then it never is)."""
+        ...
+
+    async def cancelled(self) -> None:
+        """The handler stopped because the job was cancelled: the backend already records it
+        as cancelled, so only free this delivery (nothing is retried)."""
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        """A database transaction (yielding the driver's connection) in which the handler's
+        writes and this run's success commit together, fenced like every settle; the later
+        ``ack`` then only frees the delivery.
+
+        Raises:
+            NotSupportedError: this backend has no such transaction (only PostgreSQL has).
+        """
         ...
 
 
@@ -137,6 +179,16 @@ class Backend(Protocol):
 
         Raises:
             UnknownQueueError: (RabbitMQ) the queue was never declared by this backend.
+        """
+        ...
+
+    async def cancel(self, job_id: str) -> CancelResult:
+        """Cancel job ``job_id``: a pending or scheduled job becomes cancelled (never
+        delivered); a running one's worker is told, where the backend can reach it.
+
+        Raises:
+            NotSupportedError: (RabbitMQ) a queued message cannot be cancelled.
+            BackendError: the backend failed; nothing changed.
         """
         ...
 
@@ -230,4 +282,41 @@ class ScheduleBackend(Protocol):
 
     async def set_schedule_paused(self, name: str, paused: bool) -> bool:
         """Pause or resume schedule ``name``; ``False`` when no such schedule is known."""
+        ...
+
+
+class SyncBackend(Protocol):
+    """The publishing half of ``Backend``, called without an event loop (thread-safe).
+
+    Attributes:
+        supports_transactions: ``publish`` accepts the caller's database connection.
+    """
+
+    supports_transactions: bool
+
+    def declare(self, queues: Sequence[QueueConfig]) -> None:
+        """As ``Backend.declare``."""
+        ...
+
+    def publish(
+        self,
+        envelopes: Sequence[Envelope],
+        delay: timedelta | None = None,
+        *,
+        connection: object | None = None,
+    ) -> None:
+        """As ``Backend.publish``; ``connection`` is a synchronous one (psycopg
+        ``Connection``, or Django's ``django.db.connection``)."""
+        ...
+
+    def defer(self, envelope: Envelope, delay: timedelta) -> None:
+        """As ``Backend.defer``."""
+        ...
+
+    def cancel(self, job_id: str) -> CancelResult:
+        """As ``Backend.cancel``."""
+        ...
+
+    def close(self) -> None:
+        """Release connections (and threads). Idempotent."""
         ...

@@ -4,11 +4,12 @@ Mount it in a Starlette or FastAPI app (``Mount("/hooks", app=publish_app(...))`
 with ``queuey serve``. A request is checked in this order, and the first failing check answers
 (DESIGN §3): 405 not POST; 404 the policy is private; 401 credentials missing, or present and
 invalid (even on a public route); 403 wrong role or organisation class; 413 body over the limit;
-400 body not JSON; 400 not a topic (or a malformed ``Idempotency-Key``); then 202 with the
-publication, or 500 when the database fails. With an ``Idempotency-Key`` header, a key already
-used within ``[queues] idempotency_hours`` writes nothing and answers 200 with the first
-publication; the same key with another topic or body is 409. Every error body is
-``{"error": "..."}`` and never quotes a credential.
+400 body not JSON; 400 not a topic (or a priority, from the ``priority`` query parameter or
+the ``X-Queuey-Priority`` header, that is not a whole number in range, or a malformed
+``Idempotency-Key``); then 202 with the publication, or 500 when the database fails. With an
+``Idempotency-Key`` header, a key already used within ``[queues] idempotency_hours`` writes
+nothing and answers 200 with the first publication; the same key with another topic or body is
+409. Every error body is ``{"error": "..."}`` and never quotes a credential.
 
 Whatever follows ``{base}/queues/`` is the topic, so a malformed one (empty, with a slash,
 encoded or not, a newline or another character a topic cannot have) reaches the topic check
@@ -18,6 +19,7 @@ and is a 400 like any other bad topic, never the router's 404.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 
 from starlette.applications import Starlette
@@ -50,7 +52,13 @@ from queuey.topics.publication import (
     Publisher,
 )
 
-__all__ = ["QUEUE_FAILED", "publish_app"]
+__all__ = ["PRIORITY_HEADER", "QUEUE_FAILED", "publish_app"]
+
+PRIORITY_HEADER = "X-Queuey-Priority"
+"""The request header that may carry a message's priority (the ``priority`` query parameter
+wins when both are given)."""
+
+_WHOLE = re.compile(r"-?[0-9]{1,6}")
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +140,9 @@ class _PublishEndpoint:
         principal = await self._admit(request)
         message = await self._message(request)
         published_by = "" if principal is None else principal.id
+        topic, priority = request.path_params["topic"], _priority(request)
         key = _idempotency_key(request)
-        return await self._record(request.path_params["topic"], message, published_by, key)
+        return await self._record(topic, message, published_by, priority, key)
 
     async def openapi(self, request: Request) -> Response:
         document = openapi_document(self._config, self._access, version=queuey.__version__)
@@ -164,14 +173,12 @@ class _PublishEndpoint:
             raise HTTPException(400, str(exc)) from None
 
     async def _record(
-        self, topic: str, message: JsonValue, published_by: str, key: str | None
+        self, topic: str, message: JsonValue, published_by: str, priority: int, key: str | None
     ) -> Response:
         try:
-            publication = await self._publish(topic, message, published_by, key)
-        except InvalidTopicError as exc:
+            publication = await self._publish(topic, message, published_by, priority, key)
+        except (InvalidTopicError, ValueError) as exc:  # a bad topic, then a bad priority
             raise HTTPException(400, str(exc)) from None
-        except IdempotencyConflictError as exc:
-            raise HTTPException(409, str(exc)) from None
         except BackendError as exc:
             logger.error("publishing to topic %r failed: %s", topic, exc)
             raise HTTPException(500, QUEUE_FAILED) from None
@@ -179,13 +186,37 @@ class _PublishEndpoint:
         return JSONResponse(publication.as_json(), status_code=status)
 
     async def _publish(
-        self, topic: str, message: JsonValue, published_by: str, key: str | None
+        self, topic: str, message: JsonValue, published_by: str, priority: int, key: str | None
     ) -> Publication:
+        """Publish, with ``key`` when there is one.
+
+        Raises:
+            HTTPException: 409 for a key used with another topic or body; 400 for a key given
+                to a publisher that takes none.
+        """
         if key is None:
-            return await self._publisher.publish(topic, message, published_by)
+            return await self._publisher.publish(topic, message, published_by, priority=priority)
         if not isinstance(self._publisher, KeyedPublisher):
             raise HTTPException(400, "this endpoint does not take an Idempotency-Key")
-        return await self._publisher.publish(topic, message, published_by, key=key)
+        try:
+            return await self._publisher.publish(
+                topic, message, published_by, priority=priority, key=key
+            )
+        except IdempotencyConflictError as exc:
+            raise HTTPException(409, str(exc)) from None
+
+
+def _priority(request: Request) -> int:
+    """The message's priority: the ``priority`` query parameter, else the ``X-Queuey-Priority``
+    header, else 0 (its range is checked when it is published).
+
+    Raises:
+        HTTPException: 400 when it is not a whole number.
+    """
+    raw = request.query_params.get("priority") or request.headers.get(PRIORITY_HEADER) or "0"
+    if not _WHOLE.fullmatch(raw.strip()):
+        raise HTTPException(400, f"priority must be a whole number, got {raw[:20]!r}")
+    return int(raw)
 
 
 IDEMPOTENCY_KEY = "Idempotency-Key"

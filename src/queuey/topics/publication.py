@@ -52,11 +52,15 @@ class Publication:
 class Publisher(Protocol):
     """Anything that publishes to topics."""
 
-    async def publish(self, topic: str, payload: Any, published_by: str = "") -> Publication:
-        """Record ``payload`` once per subscriber of ``topic``, all or nothing.
+    async def publish(
+        self, topic: str, payload: Any, published_by: str = "", *, priority: int = 0
+    ) -> Publication:
+        """Record ``payload`` once per subscriber of ``topic``, all or nothing, at
+        ``priority`` (``0..TOPIC_MAX_PRIORITY``; higher is handled first).
 
         Raises:
             InvalidTopicError: ``topic`` breaks the topic rule; nothing is written.
+            ValueError: ``priority`` is out of range; nothing is written.
             BackendError: the database failed; nothing is written.
         """
         ...
@@ -74,7 +78,13 @@ class KeyedPublisher(Publisher, Protocol):
     takes_idempotency_keys: bool
 
     async def publish(
-        self, topic: str, payload: Any, published_by: str = "", *, key: str | None = None
+        self,
+        topic: str,
+        payload: Any,
+        published_by: str = "",
+        *,
+        priority: int = 0,
+        key: str | None = None,
     ) -> Publication:
         """As ``Publisher.publish``; with ``key``, only if the key was not used within the
         app's window (else the first publication, ``replayed=True``).

@@ -20,14 +20,16 @@ import json
 import logging
 from typing import Any
 
+from queuey._runtime.producer_base import check_priority
 from queuey.backends.base import Backend, UniqueBackend
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError
+from queuey.queues import DEFAULT_MAX_PRIORITY, QueueConfig
 from queuey.topics.config import QueuesConfig, topic_error
 from queuey.topics.publication import IdempotencyConflictError, InvalidTopicError, Publication
 from queuey.unique import IdempotencyKey
 
-__all__ = ["MAX_KEY_CHARS", "PUBLISHED_BY", "TopicPublisher", "fingerprint"]
+__all__ = ["MAX_KEY_CHARS", "PUBLISHED_BY", "TOPIC_MAX_PRIORITY", "TopicPublisher", "fingerprint"]
 
 MAX_KEY_CHARS = 255
 """The longest idempotency key accepted."""
@@ -36,6 +38,10 @@ log = logging.getLogger("queuey.topics")
 
 PUBLISHED_BY = "published_by"
 """The envelope header carrying who published a topic message."""
+
+TOPIC_MAX_PRIORITY = DEFAULT_MAX_PRIORITY
+"""The highest priority a topic message may be published with (PostgreSQL and memory hand a
+topic's messages out by priority; topic queues are not RabbitMQ priority queues)."""
 
 
 class TopicPublisher:
@@ -58,6 +64,7 @@ class TopicPublisher:
         payload: Any,
         published_by: str = "",
         *,
+        priority: int = 0,
         connection: object | None = None,
         key: str | None = None,
     ) -> Publication:
@@ -69,6 +76,7 @@ class TopicPublisher:
             topic: the topic; trimmed, then 1..200 letters, digits, ``. _ - :``.
             payload: any JSON value.
             published_by: who publishes (a principal id), ``""`` for the app itself.
+            priority: ``0..TOPIC_MAX_PRIORITY`` (default 0); higher is handled first.
             connection: (PostgreSQL) the caller's psycopg ``AsyncConnection``; the messages then
                 commit or roll back with the caller's transaction.
             key: an idempotency key (1..255 characters): a second publish with the same key
@@ -81,7 +89,10 @@ class TopicPublisher:
 
         Raises:
             InvalidTopicError: ``topic`` breaks the topic rule; nothing is written.
-            TypeError: ``payload`` is not JSON-serialisable or ``published_by`` not a string.
+            ValueError: ``priority`` is out of range (the message names the topic and the
+                range); nothing is written.
+            TypeError: ``payload`` is not JSON-serialisable, ``published_by`` not a string or
+                ``priority`` not an int.
             ValueError: ``key`` is empty or longer than 255 characters.
             IdempotencyConflictError: ``key`` was used within the window for another topic
                 or payload; nothing is written.
@@ -89,11 +100,14 @@ class TopicPublisher:
             BackendError: the backend failed; nothing is written.
         """
         name = _checked_topic(topic)
+        check_priority(priority, QueueConfig(name, kind="topic", max_priority=TOPIC_MAX_PRIORITY))
         _check_payload(payload, published_by)
         subscribers = self.config.subscribers(name)
         headers = {PUBLISHED_BY: published_by}
         envelopes = [
-            Envelope.new(subscriber, name, payload, headers=headers, kind="topic")
+            Envelope.new(
+                subscriber, name, payload, priority=priority, headers=headers, kind="topic"
+            )
             for subscriber in subscribers or ("",)
         ]
         if key is not None:

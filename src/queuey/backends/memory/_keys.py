@@ -91,6 +91,12 @@ class Keys:
             self.holders.pop(holder.key, None)
             holder.key = None
 
+    def release(self, job_id: str) -> None:
+        """Job ``job_id`` was cancelled: its key is released and it is forgotten."""
+        holder = self.jobs.pop(job_id, None)
+        if holder is not None and holder.key is not None:
+            self.holders.pop(holder.key, None)
+
     def state(self, job_id: str) -> State | None:
         """The state of a job published with a key; ``None`` for any other."""
         holder = self.jobs.get(job_id)

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
+from queuey.backends.base import CancelResult
 from queuey.backends.memory._keys import Keys, WallClock
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
 from queuey.unique import EnqueueResult, UniqueKey
 
-__all__ = ["Pending", "QueueState", "Store", "now"]
+__all__ = ["Pending", "QueueState", "Store", "Waiting", "now"]
 
 Timer = Literal["held", "delayed"]
 """Which counter an envelope waiting on a timer is in: ``defer`` or a delayed publish."""
@@ -51,17 +52,18 @@ class QueueState:
     delayed: int = 0
     acked: list[Envelope] = field(default_factory=list)
     dead: list[tuple[Envelope, str]] = field(default_factory=list)
+    cancelled: list[Envelope] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass
-class _Timer:
-    """An envelope waiting on a timer, and which counter of which queue it is in."""
+class Waiting:
+    """An envelope waiting on a timer (delayed or held), so that ``cancel`` can stop it."""
 
-    handle: asyncio.TimerHandle
+    envelope: Envelope
     queue: QueueState
     counter: Timer
-    envelope: Envelope
+    handle: asyncio.TimerHandle | None = None
 
 
 class Store:
@@ -72,7 +74,8 @@ class Store:
         self.closed = False
         self.keys = Keys()
         self.clock = WallClock(start)
-        self._timers: dict[str, _Timer] = {}
+        self._timers: dict[str, Waiting] = {}
+        self.running: dict[str, asyncio.Future[None]] = {}  # job id -> its cancel request
         self._in_flight = 0
         self._activity = asyncio.Event()
 
@@ -133,15 +136,45 @@ class Store:
     def _later(self, delay: timedelta, envelope: Envelope, counter: Timer) -> None:
         queue = self.queue(envelope.queue, envelope.kind)
         _count(queue, counter, +1)
-        job_id = envelope.job_id
+        waiting = Waiting(envelope, queue, counter)
 
         def release() -> None:
-            self._timers.pop(job_id, None)
+            if self._timers.get(envelope.job_id) is waiting:
+                del self._timers[envelope.job_id]
             _count(queue, counter, -1)
             self.insert(envelope)
 
-        handle = asyncio.get_running_loop().call_later(delay.total_seconds(), release)
-        self._timers[job_id] = _Timer(handle, queue, counter, envelope)
+        waiting.handle = asyncio.get_running_loop().call_later(delay.total_seconds(), release)
+        self._timers[envelope.job_id] = waiting
+
+    def cancel(self, job_id: str) -> CancelResult:
+        """Cancel job ``job_id``: a pending or waiting one leaves its queue for the cancelled
+        list (releasing its unique key); a running one (handed out, unsettled) is listed too
+        and its request is set."""
+        found = self._unqueue(job_id)
+        if found is not None:
+            self.keys.release(job_id)
+            return self._cancelled(*found)
+        request = self.running.get(job_id)
+        if request is None or request.done():
+            return "not_found"
+        request.set_result(None)
+        return "requested"
+
+    def _unqueue(self, job_id: str) -> tuple[QueueState, Envelope] | None:
+        """Take pending job ``job_id`` out of its timer or its queue: its queue and envelope."""
+        waiting = self._timers.pop(job_id, None)
+        if waiting is not None:
+            if waiting.handle is not None:
+                waiting.handle.cancel()
+            _count(waiting.queue, waiting.counter, -1)
+            return waiting.queue, waiting.envelope
+        for queue in self.queues.values():
+            for index, item in enumerate(queue.pending):
+                if item.envelope.job_id == job_id:
+                    del queue.pending[index]
+                    return queue, item.envelope
+        return None
 
     # -- unique keys --------------------------------------------------------------------------
 
@@ -171,25 +204,16 @@ class Store:
     def _replace(self, job_id: str, envelope: Envelope, delay: timedelta | None) -> None:
         """Pending job ``job_id`` takes ``envelope``'s payload and headers, due after
         ``delay``."""
-        old = self._unqueue(job_id)
-        if old is None:
+        found = self._unqueue(job_id)
+        if found is None:
             return
-        fresh = old.model_copy(update={"payload": envelope.payload, "headers": envelope.headers})
-        self.publish([fresh], delay)
+        update = {"payload": envelope.payload, "headers": envelope.headers}
+        self.publish([found[1].model_copy(update=update)], delay)
 
-    def _unqueue(self, job_id: str) -> Envelope | None:
-        """Take pending job ``job_id`` out of its queue or timer; its envelope."""
-        timer = self._timers.pop(job_id, None)
-        if timer is not None:
-            timer.handle.cancel()
-            _count(timer.queue, timer.counter, -1)
-            return timer.envelope
-        for queue in self.queues.values():
-            for index, item in enumerate(queue.pending):
-                if item.envelope.job_id == job_id:
-                    del queue.pending[index]
-                    return item.envelope
-        return None
+    def _cancelled(self, queue: QueueState, envelope: Envelope) -> Literal["cancelled"]:
+        queue.cancelled.append(envelope)
+        self._activity.set()
+        return "cancelled"
 
     # -- deliveries out -----------------------------------------------------------------------
 
@@ -218,8 +242,9 @@ class Store:
     def close(self) -> None:
         """Refuse further work, cancel the timers, and wake every waiting consumer."""
         self.closed = True
-        for timer in self._timers.values():
-            timer.handle.cancel()
+        for waiting in self._timers.values():
+            if waiting.handle is not None:
+                waiting.handle.cancel()
         self._timers.clear()
         for queue in self.queues.values():
             queue.changed.set()

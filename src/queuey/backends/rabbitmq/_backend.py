@@ -14,6 +14,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Self
 
+from queuey.backends.base import CancelResult
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._consumer import RabbitMqConsumer
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
@@ -23,7 +24,7 @@ from queuey.backends.rabbitmq._options import RabbitMqOptions
 from queuey.backends.rabbitmq._router import Router
 from queuey.backends.rabbitmq._topology import broker_name, check_name, dead_name
 from queuey.envelope import Envelope, Kind
-from queuey.errors import BackendError, ShutDownError, UnknownQueueError
+from queuey.errors import BackendError, NotSupportedError, ShutDownError, UnknownQueueError
 from queuey.queues import QueueConfig
 
 __all__ = ["RabbitMqBackend"]
@@ -166,6 +167,18 @@ class RabbitMqBackend:
         if not self._router.knows(envelope.kind, envelope.queue):
             raise UnknownQueueError(envelope.queue)
         await self.publish([envelope], delay)
+
+    async def cancel(self, job_id: str) -> CancelResult:
+        """Refused: a message in a RabbitMQ queue cannot be taken out by id (the broker has no
+        such operation), and its worker cannot be reached.
+
+        Raises:
+            NotSupportedError: always.
+        """
+        raise NotSupportedError(
+            f"cannot cancel job {job_id}: RabbitMQ cannot remove a queued message by id "
+            "(cancellation needs the PostgreSQL or memory backend)"
+        )
 
     # -- consuming ----------------------------------------------------------------------------
 
