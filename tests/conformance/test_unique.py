@@ -297,3 +297,13 @@ async def test_rabbitmq_refuses_unique_jobs(backend: Backend) -> None:
     queues, _ = kit(Unique(by=("account_id",)))
     with pytest.raises(ConfigError, match="unique jobs need PostgreSQL or memory"):
         await Producer.create(queues, backend)
+
+
+async def test_a_cancelled_job_releases_its_key(backend: Backend) -> None:
+    needs_unique(backend)
+    queues, Sync = kit(Unique(by=("account_id",)))
+    producer = await Producer.create(queues, backend)
+    first = await producer.enqueue_after(Sync(account_id=1), "1h")
+    assert await producer.cancel(first) == "cancelled"
+    again = await producer.enqueue(Sync(account_id=1))
+    assert again.inserted and again != first

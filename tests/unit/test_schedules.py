@@ -209,3 +209,15 @@ def test_timing_reads_back_what_it_stores() -> None:
     assert cron.slots(None, moment, 2) == [moment - timedelta(days=1), moment]
     record = Schedule(every="10s", job=Report(), name="r").record()
     assert record == ScheduleRecord("r", "every 10s", "UTC")
+
+
+def test_the_sync_producer_refuses_unique_jobs() -> None:
+    from queuey import Unique
+    from queuey.sync import Producer as SyncProducer
+
+    class Keyed(Job[Cron], queue=Cron.reports, unique=Unique(by=("n",))):
+        n: int
+
+    producer = SyncProducer.undeclared(Cron, object())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"enqueue it with the async queuey\.Producer"):
+        producer.enqueue(Keyed(n=1))
