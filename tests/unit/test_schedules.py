@@ -73,9 +73,10 @@ def minute(moment: datetime, zone: ZoneInfo = PARIS) -> str:
 async def test_a_day_of_every_five_minutes_fires_288_times_in_no_wall_time() -> None:
     backend = MemoryBackend(start=datetime(2024, 1, 10, 0, 0, 30, tzinfo=UTC))
     schedule = Schedule(cron="*/5 * * * *", job=Report(), name="five")
-    wall = time.monotonic()
+    wall, cpu = time.monotonic(), time.process_time()
     started = await run_for(backend, [schedule], 24 * 3600)
-    assert time.monotonic() - wall < 1.0
+    # About 0.3 s on an idle machine; CPU time is what this process spent, whatever else runs.
+    assert time.process_time() - cpu < 1.0 and time.monotonic() - wall < 5.0
     assert len(started) == 288
     assert {moment.minute % 5 for moment in started} == {0}
     assert len({moment.replace(second=0, microsecond=0) for moment in started}) == 288
