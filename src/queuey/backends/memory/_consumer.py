@@ -68,6 +68,7 @@ class MemoryDelivery:
         """
         self._settle()
         self._queue.acked.append(self._envelope)
+        self._store.keys.moved(self._envelope.job_id, "done")
 
     async def cancelled(self) -> None:
         """Free the delivery of a job cancelled while it ran (it is in ``cancelled(q)``)."""
@@ -79,6 +80,7 @@ class MemoryDelivery:
         self._settle()
         self._store.publish([envelope], delay)
         self._queue.acked.append(self._envelope)
+        self._store.keys.moved(envelope.job_id, "pending")
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Replace this delivery by ``envelope``, held for ``delay``."""
@@ -86,17 +88,20 @@ class MemoryDelivery:
         self._settle()
         self._store.defer(envelope, delay)
         self._queue.acked.append(self._envelope)
+        self._store.keys.moved(envelope.job_id, "pending")
 
     async def dead_letter(self, reason: str) -> None:
         """Move the envelope to the dead letters with ``reason``."""
         self._store.check_open()
         self._settle()
         self._queue.dead.append((self._envelope, reason))
+        self._store.keys.moved(self._envelope.job_id, "failed")
 
     async def release(self) -> None:
         """Put the envelope back in its queue untouched."""
         self._settle()
         self._store.insert(self._envelope)
+        self._store.keys.moved(self._envelope.job_id, "pending")
 
     def _settle(self, *, cancelling: bool = False) -> None:
         if self._settled:
@@ -106,6 +111,7 @@ class MemoryDelivery:
         self._on_settled()
         if self._cancel.done():
             self._queue.cancelled.append(self._envelope)
+            self._store.keys.release(self._envelope.job_id)
         if self._cancel.done() and not cancelling:
             raise BackendError(
                 f"job {self._envelope.job_id} was cancelled while it ran; "
@@ -144,7 +150,7 @@ class MemoryConsumer:
             envelope = self._take() if self._slots > 0 else None
             if envelope is not None:
                 self._slots -= 1
-                store.handed_out()
+                store.handed_out(envelope)
                 return MemoryDelivery(store, self._queue, envelope, self._release)
             await self._wait()
         return None
@@ -168,6 +174,7 @@ class MemoryConsumer:
             if item.expires_at is not None and now() > item.expires_at:
                 del pending[index]
                 self._queue.dead.append((item.envelope, "expired"))
+                self._store.keys.moved(item.envelope.job_id, "failed")
             elif wanted is None or item.envelope.job_type in wanted:
                 del pending[index]
                 return item.envelope
