@@ -17,7 +17,6 @@ from typing import Any
 from queuey._runtime.producer_base import ProducerBase
 from queuey.backends.base import CancelResult, SyncBackend
 from queuey.durations import Duration
-from queuey.errors import NotSupportedError
 from queuey.jobs import Job, Q
 
 __all__ = ["Producer"]
@@ -67,7 +66,6 @@ class Producer(ProducerBase[Q]):
             ValueError: ``priority`` is out of its queue's range (the message names both).
             BackendError: the backend refused it; nothing was enqueued.
         """
-        _not_unique([job])
         envelope = self._envelope(job, priority)
         self.backend.publish([envelope], connection=connection)
         return envelope.job_id
@@ -87,7 +85,6 @@ class Producer(ProducerBase[Q]):
             BackendError: the backend refused it.
         """
         wait = self._delay(delay, "enqueue_after delay")
-        _not_unique([job])
         envelope = self._envelope(job, priority)
         self.backend.publish([envelope], wait, connection=connection)
         return envelope.job_id
@@ -104,7 +101,6 @@ class Producer(ProducerBase[Q]):
             UnknownQueueError: (RabbitMQ) the queue was never declared by this backend.
         """
         wait = self._delay(delay, "defer delay")
-        _not_unique([job])
         envelope = self._deferred(job)
         self.backend.defer(envelope, wait)
         return envelope.job_id
@@ -129,7 +125,6 @@ class Producer(ProducerBase[Q]):
             BackendError: the backend refused them.
         """
         wait = self._delay(delay, "enqueue_many delay")
-        _not_unique(jobs)
         envelopes = self._envelopes(jobs, priority)
         if envelopes:
             self.backend.publish(envelopes, wait, connection=connection)
@@ -146,18 +141,3 @@ class Producer(ProducerBase[Q]):
             BackendError: the backend failed; nothing changed.
         """
         return self.backend.cancel(job_id)
-
-
-def _not_unique(jobs: Sequence[Job[Any]]) -> None:
-    """Refuse a job whose class declares ``unique=``: its key is enforced by the async
-    ``Producer`` only, and publishing it here would skip that check.
-
-    Raises:
-        NotSupportedError: naming the job class.
-    """
-    for job in jobs:
-        if getattr(type(job), "__queuey_unique__", None) is not None:
-            raise NotSupportedError(
-                f"{type(job).__qualname__} declares unique=: enqueue it with the async "
-                "queuey.Producer (the sync producer does not enforce unique keys yet)"
-            )
