@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from queuey._validation import check_bool, check_int
+from queuey.backends._unclosed import LoopGuard
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._consumer import ConsumerLinks, PgConsumer
 from queuey.backends.postgres._listen import Listener
@@ -120,6 +121,7 @@ class PostgresBackend:
         self._declared: dict[tuple[Kind, str], QueueConfig] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._state = "new"
+        self._guard = LoopGuard("PostgresBackend", self.close)
         self.listener: Listener | None = None
 
     def __repr__(self) -> str:
@@ -158,6 +160,7 @@ class PostgresBackend:
             return
         await self._store.open()
         self._state = "open"
+        self._guard.start()  # closes the backend at loop shutdown if the program does not
 
     async def __aenter__(self) -> PostgresBackend:
         await self.open()
@@ -167,10 +170,15 @@ class PostgresBackend:
         await self.close()
 
     async def close(self) -> None:
-        """Stop background tasks and close the pool. Idempotent."""
+        """Stop background tasks and close the pool. Idempotent.
+
+        A backend still open when its event loop shuts down (``asyncio.run`` returning or
+        raising) is closed then, with a ``ResourceWarning`` naming the line that opened it.
+        """
         if self._state == "closed":
             return
         self._state = "closed"
+        self._guard.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -256,6 +264,7 @@ class PostgresBackend:
                 self._waker.notified,
                 self._waker.wake_all,
                 f"queuey-listen {self.owner}"[:63],
+                outage=self._outage.part("the LISTEN connection"),
             )
             self._tasks.append(asyncio.create_task(self.listener.run()))
 

@@ -24,7 +24,8 @@ __all__ = ["Listener", "Outage"]
 
 class Listener:
     """Runs LISTEN on ``channels`` and calls ``on_notify(payload)`` for each notification and
-    ``on_connect()`` after each (re)connect.
+    ``on_connect()`` after each (re)connect. Its failures are logged through ``outage`` (the
+    backend's, so a restart is one outage), else through an outage of its own.
 
     Attributes:
         channels: the channels it listens on, without duplicates.
@@ -40,6 +41,7 @@ class Listener:
         application_name: str = "queuey-listen",
         health_interval: float = 2.0,
         reconnect_delay: float = 0.5,
+        outage: Outage | None = None,
     ) -> None:
         self.channels = tuple(dict.fromkeys(channels))
         self.connected = asyncio.Event()
@@ -49,7 +51,7 @@ class Listener:
         self._application_name = application_name
         self._health = health_interval
         self._delay = reconnect_delay
-        self._outage = Outage(f"LISTEN connection ({', '.join(self.channels)})")
+        self._outage = outage or Outage(f"LISTEN connection ({', '.join(self.channels)})")
 
     async def run(self) -> None:
         """Listen until cancelled, reconnecting with capped backoff."""

@@ -14,6 +14,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Self
 
+from queuey.backends._unclosed import LoopGuard
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._consumer import RabbitMqConsumer
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
@@ -63,6 +64,7 @@ class RabbitMqBackend:
         self._router = Router(self._link, self._lifecycle, self.options.hold_granularity)
         self._link.restore = self._router.restore
         self._consumers: set[RabbitMqConsumer] = set()
+        self._guard = LoopGuard("RabbitMqBackend", self.close)
 
     @classmethod
     async def connect(cls, url: str, options: RabbitMqOptions | None = None) -> RabbitMqBackend:
@@ -88,6 +90,7 @@ class RabbitMqBackend:
         if not self._lifecycle.opened:
             await self._link.open()
             self._lifecycle.opened = True
+            self._guard.start()  # closes the backend at loop shutdown if the program does not
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -256,10 +259,15 @@ class RabbitMqBackend:
         return self._lifecycle.closed
 
     async def close(self) -> None:
-        """Stop the consumers and close the connection. Idempotent; safe before ``open``."""
+        """Stop the consumers and close the connection. Idempotent; safe before ``open``.
+
+        A backend still open when its event loop shuts down (``asyncio.run`` returning or
+        raising) is closed then, with a ``ResourceWarning`` naming the line that opened it.
+        """
         if self._lifecycle.closed:
             return
         self._lifecycle.closed = True
+        self._guard.stop()
         for consumer in list(self._consumers):
             await consumer.abort()
         self._consumers.clear()
