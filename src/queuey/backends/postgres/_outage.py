@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import copy
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from queuey.backends._quiet import demote, templates
+from queuey.backends._quiet import demote
 from queuey.errors import BackendError
 from queuey.secrets import redact
 
-__all__ = ["POOL_NAME_PREFIX", "Outage", "quiet_pool_logs"]
+__all__ = ["POOLED", "POOL_NAME_PREFIX", "Outage", "quiet_pool_logs"]
 
 T = TypeVar("T")
 log = logging.getLogger("queuey.postgres")
@@ -32,17 +33,37 @@ POOL_NAME_PREFIX = "queuey"
 """How the names of queuey's connection pools start (``quiet_pool_logs`` picks their records)."""
 
 _POOL_NOISE = (
-    "error connecting in %r: %s",
-    "reconnection attempt in pool %r failed after %s sec",
+    "error connecting in %r",  # one per failed reconnection attempt
+    "reconnection attempt in pool %r failed",  # a connection given up after reconnect_timeout
+    "discarding broken connection",  # one per pooled connection a restart killed
+    "discarding closed connection",
 )
+
+
+POOLED: weakref.WeakSet[object] = weakref.WeakSet()
+"""The connections queuey's pools opened (``_pool`` adds each one as it is configured)."""
+
+
+def _of_queuey_pool(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is one of psycopg's per-attempt records about a queuey pool (its
+    first argument is the pool's name, or one of its connections)."""
+    if not isinstance(record.msg, str) or not record.msg.startswith(_POOL_NOISE):
+        return False
+    args = record.args if isinstance(record.args, tuple) else ()
+    first = args[0] if args else None
+    if isinstance(first, str):
+        return first.startswith(POOL_NAME_PREFIX)
+    try:
+        return first in POOLED
+    except TypeError:  # not weakly referenceable: not ours
+        return False
 
 
 def quiet_pool_logs() -> None:
     """Make psycopg's per-attempt reconnection warnings about queuey's pools DEBUG records
     (shown only when ``psycopg.pool`` logs at DEBUG). Other pools' records are left alone.
     Idempotent."""
-    picks = templates(_POOL_NOISE, first_arg_prefix=POOL_NAME_PREFIX)
-    demote("psycopg.pool", picks, "queuey.postgres")
+    demote("psycopg.pool", _of_queuey_pool, "queuey.postgres")
 
 
 class Outage:
@@ -75,7 +96,7 @@ class Outage:
 
     def failed(self, exc: BaseException) -> None:
         """Record a failure; only the first of an outage is logged (at WARNING)."""
-        reason = redact(str(exc).strip() or type(exc).__name__)
+        reason = " ".join(redact(str(exc)).split()) or type(exc).__name__
         if self._failing:
             self._failing.add(self._part)
             log.debug("%s still failing: %s", self._name(), reason)

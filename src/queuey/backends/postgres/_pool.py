@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from queuey.backends.postgres._outage import POOL_NAME_PREFIX, quiet_pool_logs
+from queuey.backends.postgres._outage import POOL_NAME_PREFIX, POOLED, quiet_pool_logs
 
 __all__ = ["IDLE_CHECK_SECS", "Connection", "Connections", "Lent", "Pool"]
 
@@ -44,6 +44,10 @@ async def _check_if_idle(conn: psycopg.AsyncConnection[Any]) -> None:
 
 async def _mark_used(conn: psycopg.AsyncConnection[Any]) -> None:
     _last_used[conn] = time.monotonic()
+
+
+async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    POOLED.add(conn)  # psycopg's records about it are then quiet (``quiet_pool_logs``)
 
 
 class Connections(Protocol):
@@ -122,6 +126,7 @@ class Pool:
             kwargs={"autocommit": True, "application_name": application_name[:63]},
             check=_check_if_idle,
             reset=_mark_used,
+            configure=_configure,
         )
         self._kept: Connection | None = None
         self._kept_busy = False
