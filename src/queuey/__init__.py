@@ -4,7 +4,7 @@ The public names are re-exported here; the PostgreSQL and RabbitMQ backends are 
 ``queuey.backends.postgres`` and ``queuey.backends.rabbitmq``.
 """
 
-from queuey.backends.base import Backend, Consumer, Delivery
+from queuey.backends.base import Backend, Consumer, Delivery, JobInfo
 from queuey.backends.memory import MemoryBackend
 from queuey.durations import Duration, parse_delay, parse_duration
 from queuey.envelope import Envelope, MalformedEnvelopeError
@@ -45,6 +45,7 @@ __all__ = [
     "HandlerSignal",
     "Job",
     "JobContext",
+    "JobInfo",
     "MalformedEnvelopeError",
     "MemoryBackend",
     "Producer",

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Generic
 
-from queuey.backends.base import Backend
+from queuey.backends.base import Backend, JobInfo, JobLookup
 from queuey.durations import Duration, parse_delay
 from queuey.envelope import Envelope
 from queuey.jobs import Job, Q
@@ -136,3 +136,17 @@ class Producer(Generic[Q]):
             wait = None if delay is None else parse_delay(delay, "enqueue_many delay")
             await self.backend.publish(envelopes, wait or timedelta(0), connection=connection)
         return [envelope.job_id for envelope in envelopes]
+
+    async def job(self, job_id: str) -> JobInfo | None:
+        """Where the job ``job_id`` (an id ``enqueue`` returned) is now: its state, attempts,
+        last error and due time; ``None`` when the backend has no such job.
+
+        Raises:
+            NotImplementedError: the backend keeps no per-job state (RabbitMQ).
+            ConfigError: (PostgreSQL) ``job_id`` is not a UUID.
+            BackendError: the backend could not be asked.
+        """
+        if not isinstance(self.backend, JobLookup):
+            name = type(self.backend).__name__
+            raise NotImplementedError(f"{name} cannot look a job up by id")
+        return await self.backend.job(job_id)

@@ -17,18 +17,75 @@ Semantics every backend honours, proven by ``tests/conformance``:
 - Queues are keyed by (``kind``, name): a topic never collides with a typed queue of the same
   name. A ``kind="topic"`` envelope with an empty ``job_type`` is recorded as handled (nobody
   subscribes) and never delivered.
+
+A backend that keeps per-job state (PostgreSQL, memory) also implements ``JobLookup``: a job's
+state by the id ``enqueue`` returned, as a ``JobInfo``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
 
-__all__ = ["Backend", "Consumer", "Delivery"]
+__all__ = ["Backend", "Consumer", "Delivery", "JobInfo", "JobLookup", "JobState"]
+
+JobState = Literal["pending", "running", "done", "failed"]
+"""Where a job is: waiting (due now, or scheduled for later: see ``JobInfo.due_at``), being run
+by a worker, handled, or failed for good (a dead letter, kept for a person)."""
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One job (or topic message) as its backend knows it now.
+
+    Attributes:
+        id: the job id ``enqueue`` returned (a UUID string).
+        kind: ``"job"`` or ``"topic"``.
+        queue: the queue name (a topic message's topic).
+        job_type: the job's name (a topic message's subscriber).
+        state: ``"pending"``, ``"running"``, ``"done"`` or ``"failed"``.
+        attempts: runs started (0 before the first; a deferral gives its run back).
+        redeliveries: runs that ended with a lost worker (PostgreSQL leases).
+        deferrals: times a handler deferred it.
+        priority: its priority (a deferred job carries its queue's top priority).
+        due_at: when it is (pending) or was due to run, an aware UTC datetime; a pending job
+            due in the future is scheduled (a delay, a retry's backoff, a deferral).
+        last_error: the last failure's text (a retry's error, the dead-letter reason), kept
+            after a later success; ``None`` when it never failed.
+        payload: the job's fields (decoded JSON).
+    """
+
+    id: str
+    kind: Kind
+    queue: str
+    job_type: str
+    state: JobState
+    attempts: int
+    redeliveries: int
+    deferrals: int
+    priority: int
+    due_at: datetime
+    last_error: str | None
+    payload: Any
+
+
+@runtime_checkable
+class JobLookup(Protocol):
+    """A backend that can say where a job is by its id (PostgreSQL and memory)."""
+
+    async def job(self, job_id: str) -> JobInfo | None:
+        """The job ``job_id`` as the backend knows it now; ``None`` when there is no such job
+        (never enqueued here, or a done job already deleted by retention).
+
+        Raises:
+            BackendError: the backend could not be asked.
+        """
+        ...
 
 
 class Delivery(Protocol):

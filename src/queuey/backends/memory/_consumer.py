@@ -47,13 +47,16 @@ class MemoryDelivery:
         """Record success (``acked(q)``)."""
         self._settle()
         self._queue.acked.append(self._envelope)
+        self._store.track(self._envelope, "done", ran=True)
 
     async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
-        """Replace this delivery by ``envelope``, deliverable after ``delay``."""
+        """Replace this delivery by ``envelope``, deliverable after ``delay``; ``error`` is kept
+        as the job's last error."""
         self._store.check_open()
         self._settle()
         self._store.publish([envelope], delay)
         self._queue.acked.append(self._envelope)
+        self._store.track(envelope, "pending", ran=False, error=error)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Replace this delivery by ``envelope``, held for ``delay``."""
@@ -67,6 +70,7 @@ class MemoryDelivery:
         self._store.check_open()
         self._settle()
         self._queue.dead.append((self._envelope, reason))
+        self._store.track(self._envelope, "failed", ran=True, error=reason)
 
     async def release(self) -> None:
         """Put the envelope back in its queue untouched."""
@@ -112,6 +116,7 @@ class MemoryConsumer:
             if envelope is not None:
                 self._slots -= 1
                 store.handed_out()
+                store.track(envelope, "running", ran=True)
                 return MemoryDelivery(store, self._queue, envelope, self._release)
             await self._wait()
         return None
@@ -134,7 +139,7 @@ class MemoryConsumer:
             item = pending[index]
             if item.expires_at is not None and now() > item.expires_at:
                 del pending[index]
-                self._queue.dead.append((item.envelope, "expired"))
+                self._store.expire(self._queue, item.envelope)
             elif wanted is None or item.envelope.job_type in wanted:
                 del pending[index]
                 return item.envelope

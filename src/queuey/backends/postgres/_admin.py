@@ -14,6 +14,7 @@ import uuid
 from contextlib import AbstractAsyncContextManager
 
 from queuey._validation import check_int
+from queuey.backends.base import JobInfo
 from queuey.backends.postgres._rows import FailedRow, QueueStatus, RowDetail, Touched
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
@@ -106,6 +107,26 @@ class Admin:
         row_id = parse_id(row_id)
         async with self._session() as store:
             return await store.ops_show(row_id)
+
+    async def job(self, job_id: str | uuid.UUID) -> JobInfo | None:
+        """One job (or topic message) by id, whatever its state; ``None`` when there is none.
+
+        Raises:
+            ConfigError: ``job_id`` is not a UUID.
+            BackendError, SchemaError: as for ``status``.
+        """
+        job_id = parse_id(job_id)
+        async with self._session() as store:
+            return await store.job_info(job_id)
+
+    async def queue_exists(self, queue: str) -> bool:
+        """Whether any row (of any status) is on ``queue``.
+
+        Raises:
+            BackendError, SchemaError: as for ``status``.
+        """
+        async with self._session() as store:
+            return await store.queue_exists(queue)
 
     async def retry(self, row_id: str | uuid.UUID, *, queue: str | None = None) -> list[Touched]:
         """Put one failed row back to pending: due now, ``attempts`` and ``redeliveries`` 0, its

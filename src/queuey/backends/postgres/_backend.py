@@ -23,8 +23,12 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+import psycopg
+
 from queuey._validation import check_bool, check_int
 from queuey.backends._unclosed import LoopGuard
+from queuey.backends.base import JobInfo
+from queuey.backends.postgres._admin import parse_id
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._consumer import ConsumerLinks, PgConsumer
 from queuey.backends.postgres._listen import Listener
@@ -222,10 +226,14 @@ class PostgresBackend:
                 back with the caller's transaction (and the NOTIFY is sent at its commit).
 
         Raises:
+            TypeError: ``connection`` is not a psycopg ``AsyncConnection`` (a synchronous
+                ``psycopg.Connection`` cannot be awaited); nothing was written.
             BackendError: nothing was written.
             ShutDownError: the backend is not open.
         """
         self._check_open()
+        if connection is not None:
+            _check_connection(connection)
         if not envelopes:
             return
         seconds = 0.0 if delay is None else delay.total_seconds()
@@ -313,10 +321,44 @@ class PostgresBackend:
         rows = await self._store.list_dead(kind, queue, limit)
         return [(row.envelope(kind, queue), row.reason) for row in rows]
 
+    async def job(self, job_id: str) -> JobInfo | None:
+        """Where job ``job_id`` (the id ``enqueue`` returned) is now: its state, attempts, last
+        error and due time (``JobLookup``); ``None`` when there is no such row (never enqueued
+        in this schema, or done and deleted after ``retain``).
+
+        Raises:
+            ConfigError: ``job_id`` is not a UUID.
+            BackendError: the database failed.
+            ShutDownError: the backend is not open.
+        """
+        self._check_open()
+        return await self._store.job_info(parse_id(job_id))
+
     async def purge(self, queues: Sequence[str]) -> int:
         """Delete every row of the given typed queues; returns the count."""
         self._check_open()
         return await self._store.purge(queues)
+
+
+def _check_connection(connection: object) -> None:
+    """Refuse a ``connection=`` the backend cannot run its insert on, saying what it takes.
+
+    Raises:
+        TypeError: ``connection`` is not a psycopg ``AsyncConnection``.
+    """
+    if isinstance(connection, psycopg.AsyncConnection):
+        return
+    kind = f"{type(connection).__module__}.{type(connection).__qualname__}"
+    hint = (
+        ", a synchronous connection: open one with `await psycopg.AsyncConnection.connect(url)` "
+        "(or take one from a psycopg_pool.AsyncConnectionPool) and enqueue inside its transaction"
+        if isinstance(connection, psycopg.Connection)
+        else ""
+    )
+    raise TypeError(
+        f"connection= takes the psycopg AsyncConnection whose transaction the job joins; "
+        f"got {kind}{hint}"
+    )
 
 
 async def _migrate(conninfo: str, statements: Statements) -> None:

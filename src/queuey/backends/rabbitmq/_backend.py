@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Self
 
 from queuey.backends._unclosed import LoopGuard
+from queuey.backends.base import JobInfo
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._consumer import RabbitMqConsumer
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
@@ -249,6 +250,19 @@ class RabbitMqBackend:
                 finally:
                     await close_quietly(channel)
         return removed
+
+    async def job(self, job_id: str) -> JobInfo | None:
+        """Not supported: a broker keeps messages, not jobs, and cannot find one by id.
+
+        Raises:
+            NotImplementedError: always; look jobs up on PostgreSQL (or ``MemoryBackend`` in
+                tests), or follow them in the worker's log lines, which name each job's id.
+        """
+        raise NotImplementedError(
+            f"RabbitMqBackend cannot look up job {job_id}: a broker keeps messages, not jobs, "
+            "and cannot find one by id (PostgreSQL and MemoryBackend can; the worker's log "
+            "lines name each job's id)"
+        )
 
     def declared_queue_names(self) -> list[str]:
         """Every broker queue this backend declared (main, ``.dead`` and hold queues), sorted."""
