@@ -1,10 +1,11 @@
 """queuey: typed background jobs and topics for asyncio, on PostgreSQL, RabbitMQ or in memory.
 
 The public names are re-exported here; the PostgreSQL and RabbitMQ backends are imported from
-``queuey.backends.postgres`` and ``queuey.backends.rabbitmq``.
+``queuey.backends.postgres`` and ``queuey.backends.rabbitmq``, the synchronous producer from
+``queuey.sync``.
 """
 
-from queuey.backends.base import Backend, Consumer, Delivery, JobInfo
+from queuey.backends.base import Backend, CancelResult, Consumer, Delivery, JobInfo
 from queuey.backends.memory import MemoryBackend
 from queuey.durations import Duration, parse_delay, parse_duration
 from queuey.envelope import Envelope, MalformedEnvelopeError
@@ -15,6 +16,7 @@ from queuey.errors import (
     DuplicateHandlerError,
     Fatal,
     HandlerSignal,
+    NotSupportedError,
     QueueyError,
     Retry,
     SchemaError,
@@ -33,6 +35,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "Backoff",
+    "CancelResult",
     "ConfigError",
     "Consumer",
     "DEFAULT_MAX_PRIORITY",
@@ -48,6 +51,7 @@ __all__ = [
     "JobInfo",
     "MalformedEnvelopeError",
     "MemoryBackend",
+    "NotSupportedError",
     "Producer",
     "Queue",
     "QueueConfig",

@@ -8,6 +8,7 @@ The tree::
     ├── BackendError           the transport failed (connection lost, query failed, broker refused)
     │   └── UnknownQueueError  an operation named a queue this backend never declared
     ├── ShutDownError          the backend or worker is closed
+    ├── NotSupportedError      this backend cannot do that (cancel on RabbitMQ, ...)
     └── DuplicateHandlerError  two handlers registered for one job type
 
     HandlerSignal              raised by a handler to choose its outcome (not an error of ours)
@@ -31,6 +32,7 @@ __all__ = [
     "DuplicateHandlerError",
     "Fatal",
     "HandlerSignal",
+    "NotSupportedError",
     "QueueyError",
     "Retry",
     "SchemaError",
@@ -65,6 +67,11 @@ class UnknownQueueError(BackendError):
 
 class ShutDownError(QueueyError):
     """The backend or worker is shut down."""
+
+
+class NotSupportedError(QueueyError):
+    """This backend cannot do what was asked (e.g. cancel a queued message on RabbitMQ, or
+    open a handler transaction off PostgreSQL); the message says what and why."""
 
 
 class DuplicateHandlerError(QueueyError):

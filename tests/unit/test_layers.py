@@ -38,6 +38,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "queues",
             "jobs",
             "_outcome",
+            "_run_scope",
         ),
         (),
     ),
@@ -51,7 +52,18 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "runtime": (("_runtime", "_runtime.*", "producer", "worker"), ("vocabulary", "contract")),
     "faces": (("topics", "topics.*"), ("vocabulary", "contract", "runtime")),
     "edges": (  # what a user runs or mounts (``dashboard`` is the web UI being built)
-        ("", "__main__", "http", "http.*", "cli", "cli.*", "demo", "testing", "dashboard*"),
+        (
+            "",
+            "__main__",
+            "http",
+            "http.*",
+            "cli",
+            "cli.*",
+            "demo",
+            "testing",
+            "sync",
+            "dashboard*",
+        ),
         ("vocabulary", "contract", "memory", "postgres", "rabbitmq", "runtime", "faces"),
     ),
 }

@@ -23,6 +23,7 @@ from queuey import (
     Worker,
 )
 from queuey.backends.rabbitmq import RabbitMqBackend
+from queuey.errors import NotSupportedError
 from queuey.testing import run_until_idle
 
 
@@ -114,7 +115,7 @@ async def test_a_memory_job_is_found_when_expired() -> None:
 async def test_rabbitmq_says_it_cannot_look_a_job_up() -> None:
     backend: Any = RabbitMqBackend("amqp://guest:guest@127.0.0.1:5672/")
     producer = Producer.undeclared(Mail, backend)
-    with pytest.raises(NotImplementedError) as caught:
+    with pytest.raises(NotSupportedError) as caught:
         await producer.job("00000000-0000-4000-8000-000000000000")
     assert "a broker keeps messages, not jobs" in str(caught.value)
     assert "PostgreSQL and MemoryBackend can" in str(caught.value)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter
+from queuey._outcome import Ack, Cancelled, DeadLetter, DeferFor, Outcome, RetryAfter
 from queuey.backends.base import Delivery
 
 __all__ = ["give_up", "release", "settle"]
@@ -16,7 +16,8 @@ log = logging.getLogger("queuey.worker")
 
 
 async def settle(delivery: Delivery, outcome: Outcome) -> None:
-    """Record ``outcome`` for ``delivery`` (ack, retry, defer or dead letter).
+    """Record ``outcome`` for ``delivery`` (ack, retry, defer, dead letter, or free a cancelled
+    one).
 
     Raises:
         BackendError: the backend could not record it (the delivery comes again later).
@@ -30,6 +31,8 @@ async def settle(delivery: Delivery, outcome: Outcome) -> None:
             await delivery.defer(envelope, delay)
         case DeadLetter(reason=reason):
             await delivery.dead_letter(reason)
+        case Cancelled():
+            await delivery.cancelled()
 
 
 async def release(delivery: Delivery) -> None:

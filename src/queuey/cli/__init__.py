@@ -2,14 +2,24 @@
 
 The root group and the shared helpers are in ``_root``; commands live beside it: ``_jobs``
 (demo, worker, db migrate), ``_topics`` (run, publish), ``_http`` (serve), ``_ops`` (status,
-failed) and the ``jobs`` group (``_jobs_group``) with ``_jobs_show`` (jobs show). Exit codes:
-0 done, 1 nothing found, 2 bad usage, 3 the server cannot be reached.
+failed), ``_jobs_cmd`` (jobs cancel) and ``_jobs_show`` (jobs show), both on the ``jobs`` group
+of ``_jobs_group``, and the others. Exit codes: 0 done, 1 nothing found, 2 bad usage, 3 the
+server cannot be reached.
 Messages never show a DSN password.
 """
 
 from __future__ import annotations
 
-from queuey.cli import _dashboard, _http, _jobs, _jobs_group, _jobs_show, _ops, _topics
+from queuey.cli import (
+    _dashboard,
+    _http,
+    _jobs,
+    _jobs_cmd,
+    _jobs_group,
+    _jobs_show,
+    _ops,
+    _topics,
+)
 from queuey.cli._root import (
     AMQP_URL,
     EXIT_NOT_FOUND,
@@ -32,6 +42,7 @@ __all__ = [
     "_dashboard",
     "_http",
     "_jobs",
+    "_jobs_cmd",
     "_jobs_group",
     "_jobs_show",
     "_ops",

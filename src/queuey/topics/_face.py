@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from typing import Any
 
-from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter
+from queuey._outcome import Ack, Cancelled, DeadLetter, DeferFor, Outcome, RetryAfter
+from queuey._run_scope import current_run
 from queuey._runtime.invoke import run_handler
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
@@ -36,6 +37,7 @@ def message_context(envelope: Envelope) -> MessageContext:
         subscriber=envelope.job_type,
         attempts=envelope.attempt,
         published_by=envelope.headers.get(PUBLISHED_BY, ""),
+        run_scope=current_run(),
     )
 
 
@@ -88,8 +90,8 @@ class TopicFace:
         self, envelope: Envelope, outcome: Outcome
     ) -> tuple[str, tuple[object, ...]]:
         """ "message ID on TOPIC for SUBSCRIBER (attempt N) handled", "… failed; will retry in
-        10s: …", "… failed for the last time; left failed: …" (a topic message is never
-        deferred by its function)."""
+        10s: …", "… failed for the last time; left failed: …", "… cancelled while it ran; not
+        retried" (a topic message is never deferred by its function)."""
         subject = "message %s on %s for %s (attempt %d) "
         who = (envelope.job_id, envelope.queue, envelope.job_type, envelope.attempt)
         match outcome:
@@ -105,3 +107,5 @@ class TopicFace:
                 return subject + "deferred for %.0fs: %s", (*who, delay.total_seconds(), reason)
             case DeadLetter(reason=reason):
                 return subject + "failed for the last time; left failed: %s", (*who, reason)
+            case Cancelled():
+                return subject + "cancelled while it ran; not retried", who

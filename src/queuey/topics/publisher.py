@@ -13,17 +13,23 @@ import json
 import logging
 from typing import Any
 
+from queuey._runtime.producer_base import check_priority
 from queuey.backends.base import Backend
 from queuey.envelope import Envelope
+from queuey.queues import DEFAULT_MAX_PRIORITY, QueueConfig
 from queuey.topics.config import QueuesConfig, topic_error
 from queuey.topics.publication import InvalidTopicError, Publication
 
-__all__ = ["PUBLISHED_BY", "TopicPublisher"]
+__all__ = ["PUBLISHED_BY", "TOPIC_MAX_PRIORITY", "TopicPublisher"]
 
 log = logging.getLogger("queuey.topics")
 
 PUBLISHED_BY = "published_by"
 """The envelope header carrying who published a topic message."""
+
+TOPIC_MAX_PRIORITY = DEFAULT_MAX_PRIORITY
+"""The highest priority a topic message may be published with (PostgreSQL and memory hand a
+topic's messages out by priority; topic queues are not RabbitMQ priority queues)."""
 
 
 class TopicPublisher:
@@ -44,6 +50,7 @@ class TopicPublisher:
         payload: Any,
         published_by: str = "",
         *,
+        priority: int = 0,
         connection: object | None = None,
     ) -> Publication:
         """Record ``payload`` once per subscriber of ``topic``, in one ``backend.publish``.
@@ -54,6 +61,7 @@ class TopicPublisher:
             topic: the topic; trimmed, then 1..200 letters, digits, ``. _ - :``.
             payload: any JSON value.
             published_by: who publishes (a principal id), ``""`` for the app itself.
+            priority: ``0..TOPIC_MAX_PRIORITY`` (default 0); higher is handled first.
             connection: (PostgreSQL) the caller's psycopg ``AsyncConnection``; the messages then
                 commit or roll back with the caller's transaction.
 
@@ -63,15 +71,21 @@ class TopicPublisher:
 
         Raises:
             InvalidTopicError: ``topic`` breaks the topic rule; nothing is written.
-            TypeError: ``payload`` is not JSON-serialisable or ``published_by`` not a string.
+            ValueError: ``priority`` is out of range (the message names the topic and the
+                range); nothing is written.
+            TypeError: ``payload`` is not JSON-serialisable, ``published_by`` not a string or
+                ``priority`` not an int.
             BackendError: the backend failed; nothing is written.
         """
         name = _checked_topic(topic)
+        check_priority(priority, QueueConfig(name, kind="topic", max_priority=TOPIC_MAX_PRIORITY))
         _check_payload(payload, published_by)
         subscribers = self.config.subscribers(name)
         headers = {PUBLISHED_BY: published_by}
         envelopes = [
-            Envelope.new(subscriber, name, payload, headers=headers, kind="topic")
+            Envelope.new(
+                subscriber, name, payload, priority=priority, headers=headers, kind="topic"
+            )
             for subscriber in subscribers or ("",)
         ]
         await self.backend.publish(envelopes, connection=connection)

@@ -10,10 +10,11 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psycopg
 import pytest
@@ -21,6 +22,7 @@ from psycopg import sql
 
 from queuey import BackendError, Producer
 from queuey.backends.postgres import PostgresBackend
+from tests.helpers import python_path
 from tests.integration.postgres.crash_app import CrashQueues, Record
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,9 +43,23 @@ class Fleet:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        proc = subprocess.Popen(self.args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+        """Start one worker and wait (up to 60 s) until it says it is connected and ready, so
+        a test's kill or server restart never lands before the worker has started."""
+        env = {**os.environ, "PYTHONPATH": python_path()}
+        proc = subprocess.Popen(self.args, cwd=ROOT, env=env, stdout=subprocess.PIPE)
         self.procs.append(proc)
+        ready = threading.Event()
+
+        def watch(stream: IO[bytes]) -> None:
+            for line in stream:
+                if line.strip() == b"ready":
+                    ready.set()
+            ready.set()  # ended without it: the assertion below reports the exit
+
+        assert proc.stdout is not None
+        threading.Thread(target=watch, args=(proc.stdout,), daemon=True).start()
+        ready.wait(timeout=60)
+        assert proc.poll() is None, f"worker exited at start-up with {proc.returncode}"
         return proc
 
     def alive(self) -> list[subprocess.Popen[bytes]]:

@@ -1,155 +1,88 @@
-"""``queuey jobs show ID``: a job in any state by the id ``enqueue`` returned; and the clear
-answers where a newcomer's guess is wrong: ``--queue`` naming no queue, a synchronous
-connection given to ``enqueue(connection=...)``.
-
-The rows come from ``test_admin_cli``'s landscape (``land``): failed, done, due, scheduled and
-running rows made by real jobs."""
+"""``queuey jobs cancel ID`` and ``queuey failed list|show|retry|discard --cancelled`` against a
+live PostgreSQL: a cancelled job is listed, retried and discarded like a failed one, and
+``failed ... --all`` never touches cancelled rows (nor the reverse)."""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
+import asyncio
+import uuid
 
-import psycopg
 import pytest
+from click.testing import CliRunner, Result
 
-from queuey import Producer
-from queuey.backends.postgres import PostgresBackend
-from tests.integration.postgres.test_admin_cli import (
-    UNKNOWN_ID,
-    Land,
-    OpsQueues,
-    SendEmail,
-    land,
-)
+from queuey import Fatal, Job, JobContext, Producer, Queue, QueueSet, Worker
+from queuey.backends.postgres import Admin, PostgresBackend
+from queuey.cli import main
+from tests.helpers import run_until
 
 pytestmark = pytest.mark.postgres
-__all__ = ["land"]  # the fixture, used by name
 
 
-async def test_jobs_show_a_failed_job_in_full(land: Land) -> None:
-    result = await land.cli("jobs", "show", land.ids["bad1"])
-    assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
-    assert lines[:10] == [
-        f"id            {land.ids['bad1']}",
-        "kind          job",
-        "queue         ops.emails",
-        "job type      ops.SendEmail",
-        "state         failed",
-        "attempts      1",
-        "redeliveries  0",
-        "deferrals     0",
-        "priority      0",
-        lines[9],
-    ]
-    assert lines[9].startswith("due at        ") and lines[9].endswith(" UTC")
-    assert lines[10:] == [
-        "",
-        "payload:",
-        "{",
-        '  "to": "bad1@example.com"',
-        "}",
-        "",
-        "last error:",
-        "fatal error: bad1@example.com is not a mailbox [red]here[/red]",
-        "second line of the error",
-    ]
+class Ops(QueueSet, prefix="jc"):
+    work = Queue()
 
 
-@pytest.mark.parametrize(
-    ("label", "state"),
-    [
-        ("ok", "done"),
-        ("running", "running"),
-        ("due", "pending, due for 1m 3"),  # 90 s overdue, give or take the test's own time
-        ("scheduled", "pending, scheduled: due in 59m"),
-    ],
-)
-async def test_jobs_show_any_state(land: Land, label: str, state: str) -> None:
-    result = await land.cli("jobs", "show", land.ids[label])
-    assert result.exit_code == 0, result.output
-    shown = dict(line.split(maxsplit=1) for line in result.stdout.splitlines()[:5])
-    assert shown["state"].startswith(state), shown
+class Task(Job[Ops], queue=Ops.work, name="jc.Task"):
+    n: int
 
 
-async def test_jobs_show_json(land: Land) -> None:
-    result = await land.cli("jobs", "show", land.ids["scheduled"], "--json")
-    assert result.exit_code == 0, result.output
-    document = json.loads(result.stdout)
-    due_at = datetime.fromisoformat(document.pop("due_at"))
-    assert document == {
-        "id": land.ids["scheduled"],
-        "kind": "job",
-        "queue": "ops.images",
-        "job_type": "ops.Resize",
-        "state": "pending",
-        "attempts": 0,
-        "redeliveries": 0,
-        "deferrals": 0,
-        "priority": 0,
-        "last_error": None,
-        "payload": {"size": 128},
-    }
-    assert due_at.utcoffset() == timedelta(0)
-    assert due_at > datetime.now(UTC) + timedelta(minutes=58)
+def cli(url: str, schema: str, *args: str) -> Result:
+    return CliRunner().invoke(main, [*args, "--database-url", url, "--schema", schema])
 
 
-async def test_jobs_show_an_unknown_job_exits_1(land: Land) -> None:
-    result = await land.cli("jobs", "show", UNKNOWN_ID)
-    assert result.exit_code == 1
-    assert result.stderr == f"error: no job with id {UNKNOWN_ID} in schema {land.schema}\n"
-    result = await land.cli("jobs", "show", "not-a-uuid")
-    assert result.exit_code == 2
+async def land(url: str, schema: str) -> tuple[str, str, str]:
+    """Three jobs: two pending (one scheduled an hour ahead), one failed."""
+    async with await PostgresBackend.connect(url, schema=schema) as backend:
+        producer = await Producer.create(Ops, backend)
+        doomed = await producer.enqueue(Task(n=1))
+        later = await producer.enqueue_after(Task(n=2), "1h")
+        broken = await producer.enqueue(Task(n=3))
+        worker = Worker(Ops, backend)
+
+        @worker.handler(Task)
+        async def handle(job: Task, ctx: JobContext) -> None:
+            if job.n == 3:
+                raise Fatal("broken")
+            await asyncio.sleep(60)
+
+        await Admin(url, schema=schema).cancel(doomed)  # before the worker can take it
+        await run_until(worker, lambda: bool(worker.dead_letters))
+    return doomed, later, broken
 
 
-async def test_failed_show_of_a_job_that_is_not_failed_points_at_jobs_show(land: Land) -> None:
-    result = await land.cli("failed", "show", land.ids["scheduled"])
-    assert result.exit_code == 1
-    assert f"`queuey jobs show {land.ids['scheduled']}` shows a job in any state" in (result.stderr)
+def test_cancel_list_retry_and_discard(database_url: str, pg_schema: str) -> None:
+    doomed, later, broken = asyncio.run(land(database_url, pg_schema))
+    result = cli(database_url, pg_schema, "jobs", "cancel", later)
+    assert (result.exit_code, result.output) == (0, f"cancelled job {later}\n")
+
+    again = cli(database_url, pg_schema, "jobs", "cancel", doomed)
+    assert again.exit_code == 1
+    assert f"no pending, scheduled or running job with id {doomed}" in again.output
+    unknown = cli(database_url, pg_schema, "jobs", "cancel", str(uuid.uuid4()))
+    assert unknown.exit_code == 1
+
+    listed = cli(database_url, pg_schema, "failed", "list", "--cancelled", "--json")
+    assert listed.exit_code == 0, listed.output
+    assert {doomed, later} == {row["id"] for row in _json(listed.output)["failed"]}
+    failed = cli(database_url, pg_schema, "failed", "list", "--json")
+    assert [row["id"] for row in _json(failed.output)["failed"]] == [broken]
+    shown = cli(database_url, pg_schema, "failed", "show", doomed)
+    assert shown.exit_code == 0 and "cancelled" in shown.output
+
+    wrong = cli(database_url, pg_schema, "failed", "retry", doomed)
+    assert wrong.exit_code == 1 and "is cancelled, not failed" in wrong.output
+    assert "pass --cancelled" in wrong.output
+    retried = cli(database_url, pg_schema, "failed", "retry", doomed, "--cancelled")
+    assert retried.exit_code == 0, retried.output
+    discarded = cli(database_url, pg_schema, "failed", "discard", "--all", "--cancelled")
+    assert discarded.exit_code == 0, discarded.output
+    assert cli(database_url, pg_schema, "failed", "list", "--cancelled").exit_code == 1
+    assert cli(database_url, pg_schema, "failed", "list").exit_code == 0  # broken is kept
+    assert cli(database_url, pg_schema, "jobs", "cancel", doomed).exit_code == 0  # pending again
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["failed", "list", "--queue", "emails"],
-        ["failed", "retry", "--all", "--queue", "emails"],
-        ["failed", "discard", "--all", "--queue", "emails"],
-    ],
-)
-async def test_a_queue_that_does_not_exist_is_named_as_such(land: Land, argv: list[str]) -> None:
-    result = await land.cli(*argv)
-    assert result.exit_code == 1
-    assert result.stderr == (
-        f"error: no queue 'emails' in schema {land.schema}: no row of any state is on it "
-        "(queues with live rows: ops.emails, ops.images, ops.reports, ops.slow)\n"
-    )
+def _json(text: str) -> dict[str, list[dict[str, str]]]:
+    import json
 
-
-async def test_a_queue_with_only_done_rows_exists(land: Land) -> None:
-    async with await psycopg.AsyncConnection.connect(land.url, autocommit=True) as conn:
-        await conn.execute(
-            f"UPDATE \"{land.schema}\".queue_message SET queue = 'ops.quiet' WHERE id = %s",
-            (land.ids["ok"],),
-        )
-    result = await land.cli("failed", "list", "--queue", "ops.quiet")
-    assert (result.exit_code, result.stderr) == (1, "error: no failed rows on ops.quiet\n")
-
-
-async def test_enqueue_with_a_sync_connection_says_what_it_takes(
-    database_url: str, pg_schema: str
-) -> None:
-    async with PostgresBackend(database_url, schema=pg_schema) as backend:
-        producer = await Producer.create(OpsQueues, backend)
-        with psycopg.connect(database_url) as conn:
-            with pytest.raises(TypeError) as caught:
-                await producer.enqueue(SendEmail(to="a@b.c"), connection=conn)
-        assert str(caught.value) == (
-            "connection= takes the psycopg AsyncConnection whose transaction the job joins; got "
-            "psycopg.Connection, a synchronous connection: open one with `await "
-            "psycopg.AsyncConnection.connect(url)` (or take one from a "
-            "psycopg_pool.AsyncConnectionPool) and enqueue inside its transaction"
-        )
-        with pytest.raises(TypeError, match=r"got builtins\.str$"):
-            await producer.enqueue(SendEmail(to="a@b.c"), connection="postgresql://")
-        assert await backend.count_pending("ops.emails") == 0
+    document: dict[str, list[dict[str, str]]] = json.loads(text)
+    return document

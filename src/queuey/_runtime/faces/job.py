@@ -17,7 +17,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter, clean_text, decide
+from queuey._outcome import (
+    Ack,
+    Cancelled,
+    DeadLetter,
+    DeferFor,
+    Outcome,
+    RetryAfter,
+    clean_text,
+    decide,
+)
+from queuey._run_scope import current_run
 from queuey._runtime.handlers import HandlerEntry, make_entry
 from queuey._runtime.invoke import run_handler
 from queuey.envelope import Envelope
@@ -32,7 +42,8 @@ _ONE_ATTEMPT = RetryPolicy.none()
 
 
 def job_context(envelope: Envelope, max_attempts: int) -> JobContext:
-    """The ``JobContext`` of a run of ``envelope`` (its age read on the wall clock now)."""
+    """The ``JobContext`` of a run of ``envelope`` (its age read on the wall clock now), with
+    the controls of the run in progress here (``run_scope``)."""
     age_ms = max(0, time.time_ns() // 1_000_000 - envelope.enqueued_at_ms)
     return JobContext(
         job_id=envelope.job_id,
@@ -46,6 +57,7 @@ def job_context(envelope: Envelope, max_attempts: int) -> JobContext:
         age=timedelta(milliseconds=age_ms),
         headers=dict(envelope.headers),
         redeliveries=envelope.redeliveries,
+        run_scope=current_run(),
     )
 
 
@@ -129,8 +141,8 @@ class JobFace:
         self, envelope: Envelope, outcome: Outcome
     ) -> tuple[str, tuple[object, ...]]:
         """ "job T ID (QUEUE, attempt N) succeeded", "… failed; retry in 0.085s: …", "…
-        deferred for 30.000s: …", "… dead-lettered: …" (the full job id, for ``queuey jobs
-        show``)."""
+        deferred for 30.000s: …", "… dead-lettered: …", "… cancelled while it ran; not
+        retried" (the full job id, for ``queuey jobs show``)."""
         subject = "job %s %s (%s, attempt %d) "
         who = (envelope.job_type, envelope.job_id, envelope.queue, envelope.attempt)
         match outcome:
@@ -142,3 +154,5 @@ class JobFace:
                 return subject + "deferred for %.3fs: %s", (*who, delay.total_seconds(), reason)
             case DeadLetter(reason=reason):
                 return subject + "dead-lettered: %s", (*who, reason)
+            case Cancelled():
+                return subject + "cancelled while it ran; not retried", who

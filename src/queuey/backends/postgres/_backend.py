@@ -27,8 +27,9 @@ import psycopg
 
 from queuey._validation import check_bool, check_int
 from queuey.backends._unclosed import LoopGuard
-from queuey.backends.base import JobInfo
+from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.postgres._admin import parse_id
+from queuey.backends.postgres._cancel import Cancellations, cancel_channel, cancel_result
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._consumer import ConsumerLinks, PgConsumer
 from queuey.backends.postgres._listen import Listener
@@ -69,6 +70,7 @@ class PostgresBackend:
             listeners are not woken by another schema's jobs, nor an app's by another app's
             topics). ``queuey failed retry`` announces the rows it makes due on
             ``<schema>_jobs``; consumers on another channel pick them up at their next poll.
+            Cancelled running jobs are announced on ``<schema>_cancel`` (``cancel_channel``).
         poll_interval: the safety-net poll (duration; default 5 s).
         lease: how long a claimed row is held without a heartbeat before another worker may
             take it (duration; default 5 min). The heartbeat extends it every third of it.
@@ -113,8 +115,15 @@ class PostgresBackend:
         self._waker = Waker()
         self._outage = Outage("PostgreSQL", self._waker.wake_all)
         self._completer = Completer(self._store)
+        self.cancel_channel = cancel_channel(schema)
+        self._cancellations = Cancellations(self.owner)
         self._links = ConsumerLinks(
-            self._store, self._completer, self._waker, self._outage, self.poll_interval
+            self._store,
+            self._completer,
+            self._waker,
+            self._outage,
+            self.poll_interval,
+            self._cancellations,
         )
         options = MaintenanceOptions(
             self.lease, self.poll_interval, self.max_redeliveries, self.retain
@@ -248,6 +257,20 @@ class PostgresBackend:
         """Publish ``envelope`` due after ``delay`` at its own (top) priority."""
         await self.publish([envelope], delay)
 
+    async def cancel(self, job_id: str) -> CancelResult:
+        """Cancel job ``job_id``: a pending or scheduled row becomes ``cancelled``; a running
+        one too, and its worker is told through a NOTIFY on ``cancel_channel`` (its handler is
+        cancelled, and every later settle of that run is refused by the fence).
+
+        Raises:
+            ConfigError: ``job_id`` is not a UUID.
+            BackendError: the database failed; nothing changed.
+            ShutDownError: the backend is not open.
+        """
+        self._check_open()
+        was = await self._store.cancel(parse_id(job_id), self.cancel_channel)
+        return cancel_result(was)
+
     # -- consuming -----------------------------------------------------------------------------
 
     def consumer(self, queue: QueueConfig) -> PgConsumer:
@@ -266,10 +289,13 @@ class PostgresBackend:
         if not self.poll_only:
             # Exactly the channel this backend's consumers are woken through: never another
             # app's (a topic prefix) or another schema's.
+            channels = {
+                self.channel: self._waker.notified,
+                self.cancel_channel: self._cancellations.notified,
+            }
             self.listener = Listener(
                 self._store,
-                [self.channel],
-                self._waker.notified,
+                channels,
                 self._waker.wake_all,
                 f"queuey-listen {self.owner}"[:63],
                 outage=self._outage.part("the LISTEN connection"),
@@ -350,8 +376,9 @@ def _check_connection(connection: object) -> None:
         return
     kind = f"{type(connection).__module__}.{type(connection).__qualname__}"
     hint = (
-        ", a synchronous connection: open one with `await psycopg.AsyncConnection.connect(url)` "
-        "(or take one from a psycopg_pool.AsyncConnectionPool) and enqueue inside its transaction"
+        ", a synchronous connection: enqueue through `queuey.sync.Producer` on "
+        "`queuey.sync.PostgresBackend`, which takes it, or open an AsyncConnection with "
+        "`await psycopg.AsyncConnection.connect(url)`"
         if isinstance(connection, psycopg.Connection)
         else ""
     )

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Self
 
 from queuey.backends._unclosed import LoopGuard
-from queuey.backends.base import JobInfo
+from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._consumer import RabbitMqConsumer
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
@@ -25,7 +25,7 @@ from queuey.backends.rabbitmq._options import RabbitMqOptions
 from queuey.backends.rabbitmq._router import Router
 from queuey.backends.rabbitmq._topology import broker_name, check_name, dead_name
 from queuey.envelope import Envelope, Kind
-from queuey.errors import BackendError, ShutDownError, UnknownQueueError
+from queuey.errors import BackendError, NotSupportedError, ShutDownError, UnknownQueueError
 from queuey.queues import QueueConfig
 
 __all__ = ["RabbitMqBackend"]
@@ -171,6 +171,18 @@ class RabbitMqBackend:
             raise UnknownQueueError(envelope.queue)
         await self.publish([envelope], delay)
 
+    async def cancel(self, job_id: str) -> CancelResult:
+        """Refused: a message in a RabbitMQ queue cannot be taken out by id (the broker has no
+        such operation), and its worker cannot be reached.
+
+        Raises:
+            NotSupportedError: always.
+        """
+        raise NotSupportedError(
+            f"cannot cancel job {job_id}: RabbitMQ cannot remove a queued message by id "
+            "(cancellation needs the PostgreSQL or memory backend)"
+        )
+
     # -- consuming ----------------------------------------------------------------------------
 
     def consumer(self, queue: QueueConfig) -> RabbitMqConsumer:
@@ -255,10 +267,10 @@ class RabbitMqBackend:
         """Not supported: a broker keeps messages, not jobs, and cannot find one by id.
 
         Raises:
-            NotImplementedError: always; look jobs up on PostgreSQL (or ``MemoryBackend`` in
+            NotSupportedError: always; look jobs up on PostgreSQL (or ``MemoryBackend`` in
                 tests), or follow them in the worker's log lines, which name each job's id.
         """
-        raise NotImplementedError(
+        raise NotSupportedError(
             f"RabbitMqBackend cannot look up job {job_id}: a broker keeps messages, not jobs, "
             "and cannot find one by id (PostgreSQL and MemoryBackend can; the worker's log "
             "lines name each job's id)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -30,7 +31,7 @@ from queuey.backends.rabbitmq._errors import translated
 from queuey.backends.rabbitmq._router import Hold, Router
 from queuey.backends.rabbitmq._wire import dead_headers, envelope_message, retry_headers
 from queuey.envelope import Envelope
-from queuey.errors import BackendError, ConfigError
+from queuey.errors import BackendError, ConfigError, NotSupportedError
 from queuey.queues import QueueConfig
 
 __all__ = ["Origin", "RabbitMqDelivery", "channel_alive"]
@@ -83,6 +84,28 @@ class RabbitMqDelivery:
     def envelope(self) -> Envelope:
         """The delivered envelope."""
         return self._envelope
+
+    @property
+    def cancel_requested(self) -> None:
+        """RabbitMQ cannot reach a running job: never cancelled."""
+        return None
+
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        """Raises:
+        NotSupportedError: always; RabbitMQ has no database transaction.
+        """
+        raise NotSupportedError(
+            "ctx.transaction() needs the PostgreSQL backend; RabbitMQ cannot commit a job "
+            "with a database transaction"
+        )
+
+    async def cancelled(self) -> None:
+        """Drop the message (acknowledge it): never called, as nothing cancels it.
+
+        Raises:
+            BackendError: as for ``ack``.
+        """
+        await self._settle(None, None, None)
 
     async def ack(self) -> None:
         """Acknowledge the message.
