@@ -49,6 +49,7 @@ __all__ = [
     "JobLookup",
     "JobState",
     "SyncBackend",
+    "SyncJobLookup",
 ]
 
 CancelResult = Literal["cancelled", "requested", "not_found"]
@@ -293,4 +294,13 @@ class SyncBackend(Protocol):
 
     def close(self) -> None:
         """Release connections (and threads). Idempotent."""
+        ...
+
+
+@runtime_checkable
+class SyncJobLookup(Protocol):
+    """``JobLookup`` for code without an event loop (``queuey.sync`` backends)."""
+
+    def job(self, job_id: str) -> JobInfo | None:
+        """As ``JobLookup.job``."""
         ...

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from queuey import Producer
+from queuey import MemoryBackend, Producer, sync
 from queuey.backends.postgres import PostgresBackend
 from tests.integration.postgres.test_admin_cli import (
     UNKNOWN_ID,
@@ -153,3 +153,21 @@ async def test_enqueue_with_a_sync_connection_says_what_it_takes(
         with pytest.raises(TypeError, match=r"got builtins\.str$"):
             await producer.enqueue(SendEmail(to="a@b.c"), connection="postgresql://")
         assert await backend.count_pending("ops.emails") == 0
+
+
+def test_the_sync_producer_looks_jobs_up_too(database_url: str, pg_schema: str) -> None:
+    with sync.PostgresBackend.connect(database_url, schema=pg_schema) as backend:
+        producer = sync.Producer.create(OpsQueues, backend)
+        job_id = producer.enqueue_after(SendEmail(to="a@b.c"), "1h")
+        found = producer.job(job_id)
+        assert found is not None and (found.id, found.state, found.attempts) == (
+            job_id,
+            "pending",
+            0,
+        )
+        assert found.due_at > datetime.now(UTC) + timedelta(minutes=59)
+        assert producer.job(UNKNOWN_ID) is None
+    with sync.ThreadedBackend(MemoryBackend()) as threaded:
+        producer = sync.Producer.create(OpsQueues, threaded)
+        found = producer.job(producer.enqueue(SendEmail(to="a@b.c")))
+        assert found is not None and found.state == "pending"
