@@ -12,13 +12,14 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pytest
 
 from queuey import Job, JobContext, Queue, QueueSet, Worker
 from queuey.backends.postgres import PostgresBackend
 from tests.integration.postgres.test_crash import restart_postgres
+from tests.tcp_proxy import Proxy, through
 
 pytestmark = pytest.mark.postgres
 
@@ -29,54 +30,6 @@ class OutageQueues(QueueSet, prefix="outage"):
 
 class Nothing(Job[OutageQueues], queue=OutageQueues.work, name="outage.Nothing"):
     pass
-
-
-class Proxy:
-    """Forwards TCP connections from a local port to ``target``; ``cut`` drops them all and
-    refuses new ones until ``restore``."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self._target = (host, port)
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self.port = 0
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def cut(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for writer in list(self._writers):
-            writer.transport.abort()
-        self._writers.clear()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*self._target)
-        except OSError:
-            writer.transport.abort()
-            return
-        self._writers |= {writer, up_writer}
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(OSError, asyncio.IncompleteReadError):
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    writer.transport.abort()
-
-
-def through(url: str, port: int) -> str:
-    """``url`` pointing at 127.0.0.1:``port``."""
-    parts = urlsplit(url)
-    user = parts.netloc.rpartition("@")[0]
-    return urlunsplit(
-        parts._replace(netloc=f"{user}@127.0.0.1:{port}" if user else f"127.0.0.1:{port}")
-    )
 
 
 @contextlib.asynccontextmanager
