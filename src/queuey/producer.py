@@ -3,6 +3,11 @@
 ``enqueue`` accepts only ``Job[Q]`` instances, so ``mypy --strict`` rejects a job of another
 queue set; the same check runs at runtime (``TypeError``) before anything is published. The
 envelope building is ``ProducerBase``'s, shared with the sync twin ``queuey.sync.Producer``.
+
+Before anything is written, every enqueue also checks that each job's payload is JSON every
+backend stores alike (``_payload``: a ``PayloadError`` naming the job type and the field) and
+that a delay is one the backend can hold (a ``ConfigError`` naming it: at most
+``Backend.max_delay``, itself at most ``MAX_DURATION``).
 """
 
 from __future__ import annotations
@@ -10,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from queuey._runtime.producer_base import ProducerBase, delay_of
+from queuey._runtime.producer_base import ProducerBase
 from queuey.backends.base import Backend, CancelResult, JobInfo, JobLookup
-from queuey.durations import Duration, parse_delay
+from queuey.durations import Duration
 from queuey.errors import NotSupportedError
 from queuey.jobs import Job, Q
 
@@ -55,6 +60,8 @@ class Producer(ProducerBase[Q]):
         Raises:
             TypeError: ``job`` belongs to another queue set.
             ValueError: ``priority`` is out of its queue's range (the message names both).
+            PayloadError: a field is not JSON every backend stores alike (NaN, a lone
+                surrogate...); nothing was enqueued.
             BackendError: the backend refused it; nothing was enqueued.
         """
         envelope = self._envelope(job, priority)
@@ -70,11 +77,13 @@ class Producer(ProducerBase[Q]):
         Raises:
             TypeError: ``job`` belongs to another queue set.
             ValueError: ``priority`` is out of its queue's range.
-            ConfigError: ``delay`` does not parse or is negative.
+            PayloadError: a field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold (``backend.max_delay``).
             BackendError: the backend refused it.
         """
+        wait = self._delay(delay, "enqueue_after delay")
         envelope = self._envelope(job, priority)
-        wait = parse_delay(delay, "enqueue_after delay")
         await self.backend.publish([envelope], wait, connection=connection)
         return envelope.job_id
 
@@ -84,10 +93,14 @@ class Producer(ProducerBase[Q]):
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
+            PayloadError: a field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold (``backend.max_delay``).
             UnknownQueueError: (RabbitMQ) the queue was never declared by this backend.
         """
+        wait = self._delay(delay, "defer delay")
         envelope = self._deferred(job)
-        await self.backend.defer(envelope, parse_delay(delay, "defer delay"))
+        await self.backend.defer(envelope, wait)
         return envelope.job_id
 
     async def enqueue_many(
@@ -104,11 +117,15 @@ class Producer(ProducerBase[Q]):
         Raises:
             TypeError: a job belongs to another queue set (nothing is enqueued).
             ValueError: ``priority`` is out of a job's queue's range (nothing is enqueued).
+            PayloadError: a job's field is not JSON every backend stores alike (nothing is
+                enqueued).
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold (``backend.max_delay``).
             BackendError: the backend refused them.
         """
+        wait = self._delay(delay, "enqueue_many delay")
         envelopes = self._envelopes(jobs, priority)
         if envelopes:
-            wait = delay_of(delay, "enqueue_many delay")
             await self.backend.publish(envelopes, wait, connection=connection)
         return [envelope.job_id for envelope in envelopes]
 

@@ -32,6 +32,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "durations",
             "_duration_syntax",
             "_validation",
+            "_payload",
             "envelope",
             "secrets",
             "retry",

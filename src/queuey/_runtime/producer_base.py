@@ -1,6 +1,9 @@
 """What the async ``Producer`` and its sync twin (``queuey.sync.Producer``) share: turning jobs
-into envelopes, checking that a job belongs to the producer's queue set and that a priority is
-in its queue's range, and reading delays. No I/O: each producer only adds how it publishes.
+into envelopes, checking that a job belongs to the producer's queue set, that a priority is in
+its queue's range and that each payload is JSON every backend stores alike (``_payload``: a
+``PayloadError`` naming the job type and the field), and reading delays, bounded by what the
+backend can hold (``Backend.max_delay``, at most ``MAX_DURATION``). No I/O: each producer only
+adds how it publishes.
 
 Both producers subclass ``ProducerBase`` and publish exactly what it builds, so the two cannot
 disagree about what an enqueue writes (``tests/unit/test_sync_parity.py`` checks that their
@@ -13,8 +16,10 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Generic
 
-from queuey.durations import Duration, parse_delay
+from queuey._payload import job_payload
+from queuey.durations import MAX_DURATION, Duration, parse_delay
 from queuey.envelope import Envelope
+from queuey.errors import ConfigError
 from queuey.jobs import Job, Q
 from queuey.queues import QueueConfig
 
@@ -67,10 +72,11 @@ class ProducerBase(Generic[Q]):
         Raises:
             TypeError: ``job`` belongs to another queue set, or ``priority`` is not an int.
             ValueError: ``priority`` is outside its queue's ``0..max_priority``.
+            PayloadError: a field is not JSON every backend stores alike.
         """
         name, queue = self._target(type(job))
         priority = check_priority(priority, queue)
-        return Envelope.new(name, queue.name, job.model_dump(mode="json"), priority=priority)
+        return Envelope.new(name, queue.name, job_payload(job, name), priority=priority)
 
     def _deferred(self, job: Job[Q]) -> Envelope:
         """The envelope of ``defer``: at its queue's top priority.
@@ -79,7 +85,7 @@ class ProducerBase(Generic[Q]):
             TypeError: ``job`` belongs to another queue set.
         """
         name, queue = self._target(type(job))
-        payload = job.model_dump(mode="json")
+        payload = job_payload(job, name)
         return Envelope.new(name, queue.name, payload, priority=queue.top_priority)
 
     def _envelopes(self, jobs: Sequence[Job[Q]], priority: int = 0) -> list[Envelope]:
@@ -99,9 +105,26 @@ class ProducerBase(Generic[Q]):
                 name, queue = self._target(job_type)
                 target = targets[job_type] = (name, queue.name)
                 check_priority(priority, queue)
-            payload = job.model_dump(mode="json")
+            payload = job_payload(job, target[0])
             envelopes.append(Envelope.new(target[0], target[1], payload, priority=priority))
         return envelopes
+
+    def _delay(self, value: Duration | None, what: str) -> timedelta:
+        """``value`` (``None`` = now) as a delay this producer's backend can hold.
+
+        Raises:
+            ConfigError: naming ``what``: not a delay, negative, or longer than the backend's
+                ``max_delay``.
+        """
+        delay = delay_of(value, what)
+        backend = getattr(self, "backend", None)  # each producer's own, typed there
+        limit: timedelta = getattr(backend, "max_delay", MAX_DURATION)  # an older backend
+        if delay > limit:
+            raise ConfigError(
+                f"{what}: {value!r} is longer than {type(backend).__name__} can hold a "
+                f"message ({limit / timedelta(days=1):.3g} days)"
+            )
+        return delay
 
 
 def delay_of(delay: Duration | None, what: str) -> timedelta:

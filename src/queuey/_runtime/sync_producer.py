@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from queuey._runtime.producer_base import ProducerBase, delay_of
+from queuey._runtime.producer_base import ProducerBase
 from queuey.backends.base import CancelResult, JobInfo, SyncBackend, SyncJobLookup
-from queuey.durations import Duration, parse_delay
+from queuey.durations import Duration
 from queuey.errors import NotSupportedError
 from queuey.jobs import Job, Q
 
@@ -75,11 +75,13 @@ class Producer(ProducerBase[Q]):
         Raises:
             TypeError: ``job`` belongs to another queue set.
             ValueError: ``priority`` is out of its queue's range.
-            ConfigError: ``delay`` does not parse or is negative.
+            PayloadError: a field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold.
             BackendError: the backend refused it.
         """
+        wait = self._delay(delay, "enqueue_after delay")
         envelope = self._envelope(job, priority)
-        wait = parse_delay(delay, "enqueue_after delay")
         self.backend.publish([envelope], wait, connection=connection)
         return envelope.job_id
 
@@ -89,10 +91,14 @@ class Producer(ProducerBase[Q]):
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
+            PayloadError: a field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold.
             UnknownQueueError: (RabbitMQ) the queue was never declared by this backend.
         """
+        wait = self._delay(delay, "defer delay")
         envelope = self._deferred(job)
-        self.backend.defer(envelope, parse_delay(delay, "defer delay"))
+        self.backend.defer(envelope, wait)
         return envelope.job_id
 
     def enqueue_many(
@@ -109,11 +115,14 @@ class Producer(ProducerBase[Q]):
         Raises:
             TypeError: a job belongs to another queue set (nothing is enqueued).
             ValueError: ``priority`` is out of a job's queue's range (nothing is enqueued).
+            PayloadError: a job's field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold.
             BackendError: the backend refused them.
         """
+        wait = self._delay(delay, "enqueue_many delay")
         envelopes = self._envelopes(jobs, priority)
         if envelopes:
-            wait = delay_of(delay, "enqueue_many delay")
             self.backend.publish(envelopes, wait, connection=connection)
         return [envelope.job_id for envelope in envelopes]
 

@@ -14,6 +14,8 @@ Semantics every backend honours, proven by ``tests/conformance``:
   ``defer``, or ``dead_letter`` with a reason. A settle that fails raises ``BackendError``; the
   delivery is then redelivered later (at-least-once), never lost.
 - A job whose queue has ``message_ttl`` and was not started in time is dead-lettered "expired".
+- A delay (``publish``, ``defer``, a retry or deferral of a delivery) is at most ``max_delay``;
+  the producer refuses a longer one before anything is written.
 - Queues are keyed by (``kind``, name): a topic never collides with a typed queue of the same
   name. A ``kind="topic"`` envelope with an empty ``job_type`` is recorded as handled (nobody
   subscribes) and never delivered.
@@ -189,9 +191,12 @@ class Backend(Protocol):
     Attributes:
         supports_transactions: ``publish`` accepts the caller's database connection, so an
             enqueue commits or rolls back with the caller's transaction.
+        max_delay: the longest delay this backend can hold a message for, at most
+            ``queuey.durations.MAX_DURATION`` (RabbitMQ: about 24.8 days).
     """
 
     supports_transactions: bool
+    max_delay: timedelta
 
     async def declare(self, queues: Sequence[QueueConfig]) -> None:
         """Make sure ``queues`` exist with these options. Idempotent.

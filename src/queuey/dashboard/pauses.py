@@ -92,6 +92,7 @@ class PausingBackend:
         self.backend = backend
         self.gate = gate
         self.supports_transactions = backend.supports_transactions
+        self.max_delay = backend.max_delay
 
     async def declare(self, queues: Sequence[QueueConfig]) -> None:
         await self.backend.declare(queues)

@@ -47,6 +47,9 @@ class Publisher(Protocol):
         Raises:
             InvalidTopicError: ``topic`` breaks the topic rule; nothing is written.
             ValueError: ``priority`` is out of range; nothing is written.
+            PayloadError: ``payload`` is not JSON every backend stores alike (NaN, a lone
+                surrogate...); the message names the topic and the path inside the payload;
+                nothing is written.
             BackendError: the database failed; nothing is written.
         """
         ...

@@ -15,6 +15,7 @@ from datetime import timedelta
 from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.memory._consumer import MemoryConsumer
 from queuey.backends.memory._store import QueueState, Store
+from queuey.durations import MAX_DURATION
 from queuey.envelope import Envelope, Kind
 from queuey.errors import BackendError
 from queuey.queues import QueueConfig
@@ -34,6 +35,8 @@ class MemoryBackend:
     """
 
     supports_transactions = False
+    max_delay = MAX_DURATION
+    """Any delay queuey takes: the event loop's timers hold it."""
 
     def __init__(self, *, _store: Store | None = None) -> None:
         self._store = _store or Store()

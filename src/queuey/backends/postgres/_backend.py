@@ -85,6 +85,7 @@ class PostgresBackend:
     """
 
     supports_transactions = True
+    max_delay = timedelta(days=3650)  # queuey.durations.MAX_DURATION: any delay queuey takes
 
     def __init__(
         self,
