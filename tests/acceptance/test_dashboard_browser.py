@@ -154,7 +154,7 @@ async def test_retry_a_failed_job_and_see_it_run(
     await page.goto(f"{server.dashboard}/jobs?status=failed")
     await page.click(f"a[href$='{job_id}']")
     await page.click("button[data-action=retry]")
-    assert "Retry the failed job" in await page.locator("#confirm-text").inner_text()
+    assert "Retry the job" in await page.locator("#confirm-text").inner_text()
     await page.click("#confirm")
     assert "Retried 1 job(s)" in await page.locator(".flash").inner_text()
     await until_status(database_url, server.schema, job_id, "done")

@@ -130,7 +130,12 @@ class PostgresBackend:
             self.lease, self.poll_interval, self.max_redeliveries, self.retain
         )
         self._maintenance = Maintenance(
-            self._store, self._completer.held, options, self._outage, self._waker.wake_all
+            self._store,
+            self._completer.held,
+            options,
+            self._outage,
+            self._waker.wake_all,
+            self._cancellations.lost,
         )
         self._declared: dict[tuple[Kind, str], QueueConfig] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -297,11 +302,18 @@ class PostgresBackend:
             self.listener = Listener(
                 self._store,
                 channels,
-                self._waker.wake_all,
+                self._on_listening,
                 f"queuey-listen {self.owner}"[:63],
                 outage=self._outage.part("the LISTEN connection"),
             )
             self._tasks.append(asyncio.create_task(self.listener.run()))
+
+    def _on_listening(self) -> None:
+        """The LISTEN session is (re)established: wake every consumer (nothing published while
+        it was away waits for the poll), and check at once that the rows held here are still
+        ours (a cancel notified while it was away is not missed)."""
+        self._waker.wake_all()
+        self._tasks.append(asyncio.create_task(self._maintenance.beat()))
 
     async def claim(
         self, config: QueueConfig, limit: int

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection
 
 from queuey.backends.base import CancelResult
 
@@ -47,6 +48,16 @@ class Cancellations:
     def forget(self, row_id: str) -> None:
         """``row_id`` was settled: a cancel can no longer reach it here."""
         self._events.pop(row_id, None)
+
+    def lost(self, row_ids: Collection[str]) -> None:
+        """The heartbeat found ``row_ids`` no longer running here (a cancel whose notification
+        was missed, e.g. sent before the LISTEN session was up): stop their runs as a cancel
+        does (their outcome is refused by the fence either way)."""
+        for row_id in row_ids:
+            future = self._events.get(row_id)
+            if future is not None and not future.done():
+                log.info("job %s is no longer held by this worker; stopping it", row_id)
+                future.set_result(None)
 
     def notified(self, payload: str) -> None:
         """A notification ``"<owner> <id>"``: complete the future of that row if this process

@@ -60,19 +60,31 @@ class Maintenance:
         options: MaintenanceOptions,
         outage: Outage,
         wake_all: Callable[[], None],
+        on_lost: Callable[[Collection[str]], None] = lambda ids: None,
     ) -> None:
         self._store = store
         self._held = held
         self.options = options
         self._outage = outage
         self._wake_all = wake_all
+        self._on_lost = on_lost
 
     async def heartbeat(self) -> None:
         """Extend the leases of the held rows every third of the lease, until cancelled."""
         while True:
             await asyncio.sleep(self.options.lease / 3)
-            if self._held:
-                await self._outage.attempt(self._store.extend(list(self._held)))
+            await self.beat()
+
+    async def beat(self) -> None:
+        """Extend the held rows' leases once; rows held here that are no longer this owner's
+        running rows (cancelled while its notification was missed, or reclaimed after a stall)
+        go to ``on_lost``, so their runs stop instead of going on unseen."""
+        held = set(self._held)
+        if not held:
+            return
+        extended = await self._outage.attempt(self._store.extend(held))
+        if extended is not None and held - extended:
+            self._on_lost(held - extended)
 
     async def sweeps(self) -> None:
         """Sweep, wait ``poll_interval``, wake every consumer (the poll); until cancelled."""

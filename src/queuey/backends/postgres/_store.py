@@ -313,10 +313,11 @@ class Store:
 
     # -- maintenance ---------------------------------------------------------------------------
 
-    async def extend(self, ids: Collection[str]) -> None:
-        """``extend``: push the lease of the rows of ``ids`` this owner still runs."""
+    async def extend(self, ids: Collection[str]) -> set[str]:
+        """``extend``: push the lease of the rows of ``ids`` this owner still runs; returns
+        those (a missing one is no longer this owner's)."""
         params = {"ids": list(ids), "owner": self.owner, "lease": self.lease}
-        await self._count("extend", params, BACKGROUND_TIMEOUT)
+        return set(await self._fetch("extend", params, scalar_row, BACKGROUND_TIMEOUT))
 
     async def reclaim(self, max_redeliveries: int) -> list[Reclaimed]:
         """``reclaim``: rows whose lease expired back to pending (failed once they lost

@@ -164,10 +164,12 @@ LEFT JOIN LATERAL (SELECT pg_notify(%(channel)s, cancelled.owner || ' ' || %(id)
                    WHERE cancelled.was = 'running') AS told ON true;
 
 -- name: extend
--- Heartbeat: push the lease of rows this owner still runs.
+-- Heartbeat: push the lease of rows this owner still runs; returns them, so a held row that is
+-- missing is no longer this owner's (cancelled while a notification was missed, or reclaimed).
 UPDATE {table}
 SET lease_until = now() + make_interval(secs => %(lease)s::float8)
-WHERE id = ANY(%(ids)s::uuid[]) AND status = 'running' AND claimed_by = %(owner)s;
+WHERE id = ANY(%(ids)s::uuid[]) AND status = 'running' AND claimed_by = %(owner)s
+RETURNING id::text;
 
 -- name: reclaim
 -- Rows whose lease expired go back to pending (a redelivery, not a handler failure), or to
