@@ -5,7 +5,7 @@ The public names are re-exported here; the PostgreSQL and RabbitMQ backends are 
 ``queuey.sync``.
 """
 
-from queuey.backends.base import Backend, CancelResult, Consumer, Delivery
+from queuey.backends.base import Backend, CancelResult, Consumer, Delivery, JobInfo
 from queuey.backends.memory import MemoryBackend
 from queuey.durations import Duration, parse_delay, parse_duration
 from queuey.envelope import Envelope, MalformedEnvelopeError
@@ -52,6 +52,7 @@ __all__ = [
     "HandlerSignal",
     "Job",
     "JobContext",
+    "JobInfo",
     "MalformedEnvelopeError",
     "MemoryBackend",
     "NotSupportedError",

@@ -22,10 +22,10 @@ from datetime import timedelta
 from typing import Any
 
 from queuey._runtime.producer_base import ProducerBase
-from queuey.backends.base import Backend, CancelResult, UniqueBackend
+from queuey.backends.base import Backend, CancelResult, JobInfo, JobLookup, UniqueBackend
 from queuey.durations import Duration
 from queuey.envelope import Envelope
-from queuey.errors import ConfigError
+from queuey.errors import ConfigError, NotSupportedError
 from queuey.jobs import Job, Q, unique_key_of
 from queuey.queues import QueueSet
 from queuey.unique import EnqueueResult, UniqueKey
@@ -212,3 +212,17 @@ class Producer(ProducerBase[Q]):
             BackendError: the backend failed; nothing changed.
         """
         return await self.backend.cancel(job_id)
+
+    async def job(self, job_id: str) -> JobInfo | None:
+        """Where the job ``job_id`` (an id ``enqueue`` returned) is now: its state, attempts,
+        last error and due time; ``None`` when the backend has no such job.
+
+        Raises:
+            NotSupportedError: the backend keeps no per-job state (RabbitMQ).
+            ConfigError: (PostgreSQL) ``job_id`` is not a UUID.
+            BackendError: the backend could not be asked.
+        """
+        if not isinstance(self.backend, JobLookup):
+            name = type(self.backend).__name__
+            raise NotSupportedError(f"{name} cannot look a job up by id")
+        return await self.backend.job(job_id)

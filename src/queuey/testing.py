@@ -18,9 +18,10 @@ import asyncio
 from typing import Any, Protocol
 
 from queuey.backends.memory import MemoryBackend
+from queuey.envelope import Kind
 from queuey.jobs import Job
 
-__all__ = ["Runnable", "enqueued", "run_until_idle"]
+__all__ = ["Runnable", "describe_busy", "enqueued", "run_until_idle"]
 
 
 class Runnable(Protocol):
@@ -46,17 +47,66 @@ async def run_until_idle(worker: Runnable, backend: MemoryBackend, timeout: floa
         timeout: seconds of (loop) time to wait for idleness.
 
     Raises:
-        TimeoutError: the backend did not become idle within ``timeout``.
+        TimeoutError: the backend did not become idle within ``timeout``; the message says what
+            was still pending, delayed, held or running, per queue.
+        RuntimeError: ``worker.run()`` returned before the backend was idle (a worker that was
+            shut down before, by an earlier ``run_until_idle``, does not run again: build a new
+            one); the message says what was left.
     """
     task = asyncio.create_task(worker.run())
     try:
         async with asyncio.timeout(timeout):
             idle = asyncio.ensure_future(backend.wait_idle())
-            await asyncio.wait([idle, task], return_when=asyncio.FIRST_COMPLETED)
-            idle.cancel()
+            try:
+                await asyncio.wait([idle, task], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                idle.cancel()
+    except TimeoutError:
+        busy = describe_busy(backend)
+        raise TimeoutError(
+            f"run_until_idle: the queues were not idle after {timeout:g} loop-seconds; still {busy}"
+        ) from None
     finally:
         worker.shutdown()
         await task
+    if not backend.is_idle():
+        raise RuntimeError(
+            f"run_until_idle: {type(worker).__name__}.run() returned before the queues were "
+            f"idle (a worker that was shut down does not run again: build a new one); still "
+            f"{describe_busy(backend)}"
+        )
+
+
+def describe_busy(backend: MemoryBackend) -> str:
+    """What keeps ``backend`` from being idle, e.g. "on myapp.emails: 1 pending
+    (myapp.SendEmail), 2 delayed; 1 delivery running"."""
+    parts = []
+    for kind in ("job", "topic"):
+        for queue in backend.queue_names(kind):
+            counts = _counts(backend, queue, kind)
+            if counts:
+                where = queue if kind == "job" else f"topic {queue}"
+                parts.append(f"on {where}: {', '.join(counts)}")
+    running = backend.in_flight()
+    if running:
+        parts.append(f"{running} deliver{'y' if running == 1 else 'ies'} running (not settled)")
+    return "; ".join(parts) or "nothing (it became idle as the time ran out)"
+
+
+def _counts(backend: MemoryBackend, queue: str, kind: Kind) -> list[str]:
+    """ "N pending (types)", "N delayed", "N deferred" for one queue, those that are not 0."""
+    envelopes = backend.pending_envelopes(queue, kind)
+    counts = []
+    if envelopes:
+        types = ", ".join(sorted({envelope.job_type for envelope in envelopes}))
+        counts.append(f"{len(envelopes)} pending ({types})")
+    for label, number in (
+        ("delayed (a delay or a retry's backoff)", backend.delayed(queue, kind)),
+        ("deferred", backend.deferred(queue, kind)),
+    ):
+        if number:
+            counts.append(f"{number} {label}")
+    return counts
 
 
 def enqueued(backend: MemoryBackend, job_type: type[Job[Any]]) -> list[Job[Any]]:

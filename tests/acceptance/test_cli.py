@@ -166,7 +166,7 @@ def test_verbose_after_the_command_as_before_it() -> None:
     for args in (["-v", "demo", "--json"], ["demo", "--json", "-v"], ["demo", "-v", "--json"]):
         result = queuey(*args)
         assert result.returncode == 0, result.stderr
-        assert "INFO queuey.worker: job succeeded" in result.stderr, args
+        assert "INFO queuey.worker: job quickstart.SendEmail " in result.stderr, args
     quiet = queuey("demo", "--json")
     assert "INFO" not in quiet.stderr and "WARNING queuey.worker" in quiet.stderr
     debug = queuey("demo", "--json", "-vv")

@@ -17,18 +17,29 @@ from queuey.demo import run_tour
 
 ROOT = Path(__file__).resolve().parents[2]
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
+_JOB_ID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\b")
 DEAD_LETTER_LINE = (
     "dead letter on quickstart.emails (quickstart.SendEmail, attempt 1): "
     "fatal error: not-an-address is not a mailbox"
 )
-# What `queuey -v demo` logs, timestamps removed (the order of concurrent jobs may vary).
+EMAIL = "INFO queuey.worker: job quickstart.SendEmail ID (quickstart.emails, attempt {}) {}"
+# What `queuey -v demo` logs, timestamps removed and job ids replaced by "ID" (the order of
+# concurrent jobs may vary): each line names the job's type, id, queue and attempt.
 DEMO_LOG = Counter(
     {
-        "INFO queuey.worker: job succeeded": 5,
-        "WARNING queuey.worker: job failed; retry in 0.050s: mail server busy (attempt 1)": 1,
-        "WARNING queuey.worker: job failed; retry in 0.050s: mail server busy (attempt 2)": 1,
-        "ERROR queuey.worker: job dead-lettered: fatal error: not-an-address is not a mailbox": 1,
-        "INFO queuey.worker: job deferred for 0.150s: rate limited": 1,
+        EMAIL.format(1, "succeeded"): 2,
+        EMAIL.format(3, "succeeded"): 1,
+        "INFO queuey.worker: job quickstart.ResizeImage ID (quickstart.images, attempt 1) "
+        "succeeded": 1,
+        "INFO queuey.worker: job quickstart.CallApi ID (quickstart.api, attempt 1) succeeded": 1,
+        "WARNING queuey.worker: job quickstart.SendEmail ID (quickstart.emails, attempt 1) "
+        "failed; retry in 0.050s: mail server busy (attempt 1)": 1,
+        "WARNING queuey.worker: job quickstart.SendEmail ID (quickstart.emails, attempt 2) "
+        "failed; retry in 0.050s: mail server busy (attempt 2)": 1,
+        "ERROR queuey.worker: job quickstart.SendEmail ID (quickstart.emails, attempt 1) "
+        "dead-lettered: fatal error: not-an-address is not a mailbox": 1,
+        "INFO queuey.worker: job quickstart.CallApi ID (quickstart.api, attempt 1) deferred "
+        "for 0.150s: rate limited": 1,
     }
 )
 
@@ -42,7 +53,11 @@ def _python(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _log_lines(stderr: str) -> list[str]:
-    return [_STAMP.sub("", line) for line in stderr.splitlines() if _STAMP.match(line)]
+    return [
+        _JOB_ID.sub("ID", _STAMP.sub("", line))
+        for line in stderr.splitlines()
+        if _STAMP.match(line)
+    ]
 
 
 @pytest.mark.looptime

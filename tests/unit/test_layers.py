@@ -45,7 +45,10 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
         (),
     ),
-    "contract": (("backends", "backends.base"), ("vocabulary",)),
+    "contract": (
+        ("backends", "backends.base", "backends._unclosed", "backends._quiet"),
+        ("vocabulary",),
+    ),
     "memory": (("backends.memory", "backends.memory.*"), ("vocabulary", "contract")),
     "postgres": (("backends.postgres", "backends.postgres.*"), ("vocabulary", "contract")),
     "rabbitmq": (("backends.rabbitmq", "backends.rabbitmq.*"), ("vocabulary", "contract")),

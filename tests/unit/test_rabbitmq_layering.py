@@ -25,10 +25,13 @@ BELOW_BACKENDS = frozenset(
         "queuey.unique",
         "queuey.schedule",
         "queuey.backends.base",
+        "queuey.backends._unclosed",
+        "queuey.backends._quiet",
     }
 )
 """What a backend may import from queuey besides its own package: the vocabulary, the
-credential redaction, and the contract."""
+credential redaction, and the contract (with its helpers for every backend: closing one left
+open at loop shutdown, quieting the drivers' per-attempt log records)."""
 
 
 def _is_module(name: str) -> bool:

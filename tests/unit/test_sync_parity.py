@@ -48,7 +48,15 @@ def test_the_sync_twin_never_returns_a_coroutine() -> None:
     for name, method in _public(sync.Producer).items():
         assert not _is_async(method), name
     coroutines = {name for name, method in _public(queuey.Producer).items() if _is_async(method)}
-    assert coroutines == {"create", "enqueue", "enqueue_after", "defer", "enqueue_many", "cancel"}
+    assert coroutines == {
+        "create",
+        "enqueue",
+        "enqueue_after",
+        "defer",
+        "enqueue_many",
+        "cancel",
+        "job",
+    }
 
 
 def test_the_sync_backend_mirrors_the_publishing_half_of_the_backend() -> None:

@@ -19,9 +19,9 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from queuey.backends.base import Backend, CancelResult
+from queuey.backends.base import Backend, CancelResult, JobInfo, JobLookup
 from queuey.envelope import Envelope
-from queuey.errors import BackendError, ShutDownError
+from queuey.errors import BackendError, NotSupportedError, ShutDownError
 from queuey.queues import QueueConfig
 
 __all__ = ["ThreadedBackend"]
@@ -181,6 +181,16 @@ class ThreadedBackend:
     def cancel(self, job_id: str) -> CancelResult:
         """As ``Backend.cancel``."""
         return self._call(self.backend.cancel(job_id))
+
+    def job(self, job_id: str) -> JobInfo | None:
+        """As ``JobLookup.job``, on the loop.
+
+        Raises:
+            NotSupportedError: the backend keeps no per-job state (RabbitMQ).
+        """
+        if not isinstance(self.backend, JobLookup):
+            raise NotSupportedError(f"{type(self.backend).__name__} cannot look a job up by id")
+        return self._call(self.backend.job(job_id))
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -186,7 +186,9 @@ _BASE_FAILURE = Middleware.on_settle_failure
 class OutcomeLog(Middleware):
     """The first member: logs each recorded outcome in its face's wording and fields (success
     and deferral at INFO, retry at WARNING, dead letter at ERROR), and each settle failure at
-    ERROR ("could not record the outcome: …")."""
+    ERROR ("could not record the outcome (job … succeeded): …"). The face's wording names the
+    delivery (job type, id, queue and attempt; or topic, subscriber, message id and attempt),
+    so any log format shows which one; the same are structured fields (``extra``)."""
 
     def __init__(self, face: Face) -> None:
         self._face = face
@@ -201,9 +203,11 @@ class OutcomeLog(Middleware):
             self._log.log(level, message, *args, extra=self._face.fields(envelope))
 
     def on_settle_failure(self, delivery: Delivery, outcome: Outcome, error: Exception) -> None:
-        """Log the failure at ERROR."""
-        extra = self._face.fields(delivery.envelope)
-        self._log.error("could not record the outcome: %s", error, extra=extra)
+        """Log the failure at ERROR, naming the outcome that was not recorded."""
+        envelope = delivery.envelope
+        message, args = self._face.outcome_message(envelope, outcome)
+        extra = self._face.fields(envelope)
+        self._log.error("could not record the outcome (%s): %s", message % args, error, extra=extra)
 
 
 class SettledCallback(Middleware):

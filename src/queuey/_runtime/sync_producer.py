@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from queuey._runtime.producer_base import ProducerBase
-from queuey.backends.base import CancelResult, SyncBackend
+from queuey.backends.base import CancelResult, JobInfo, SyncBackend, SyncJobLookup
 from queuey.durations import Duration
+from queuey.errors import NotSupportedError
 from queuey.jobs import Job, Q
 
 __all__ = ["Producer"]
@@ -141,3 +142,15 @@ class Producer(ProducerBase[Q]):
             BackendError: the backend failed; nothing changed.
         """
         return self.backend.cancel(job_id)
+
+    def job(self, job_id: str) -> JobInfo | None:
+        """Where job ``job_id`` is now, as the async ``Producer.job`` says.
+
+        Raises:
+            NotSupportedError: the backend keeps no per-job state (RabbitMQ).
+            ConfigError: (PostgreSQL) ``job_id`` is not a UUID.
+            BackendError: the backend could not be asked.
+        """
+        if not isinstance(self.backend, SyncJobLookup):
+            raise NotSupportedError(f"{type(self.backend).__name__} cannot look a job up by id")
+        return self.backend.job(job_id)

@@ -34,6 +34,8 @@ RabbitMQ neither):
   publication once per idempotency key within a window.
 - ``ScheduleBackend``: the backend's clock and the schedules' shared state (last slot fired,
   paused), so every worker that knows a schedule agrees on it.
+A backend that keeps per-job state (PostgreSQL, memory) also implements ``JobLookup``: a job's
+state by the id ``enqueue`` returned, as a ``JobInfo``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -57,12 +60,69 @@ __all__ = [
     "ScheduleBackend",
     "SyncBackend",
     "UniqueBackend",
+    "JobInfo",
+    "JobLookup",
+    "JobState",
+    "SyncJobLookup",
 ]
 
 CancelResult = Literal["cancelled", "requested", "not_found"]
 """What ``cancel`` did: ``"cancelled"`` (the job was pending or scheduled and is now cancelled),
 ``"requested"`` (it was running: its worker was told, and it ends cancelled), ``"not_found"``
 (no pending, scheduled or running job has this id: unknown, finished or already cancelled)."""
+
+JobState = Literal["pending", "running", "done", "failed", "cancelled"]
+"""Where a job is: waiting (due now, or scheduled for later: see ``JobInfo.due_at``), being run
+by a worker, handled, failed for good (a dead letter, kept for a person), or cancelled."""
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One job (or topic message) as its backend knows it now.
+
+    Attributes:
+        id: the job id ``enqueue`` returned (a UUID string).
+        kind: ``"job"`` or ``"topic"``.
+        queue: the queue name (a topic message's topic).
+        job_type: the job's name (a topic message's subscriber).
+        state: ``"pending"``, ``"running"``, ``"done"``, ``"failed"`` or ``"cancelled"``.
+        attempts: runs started (0 before the first; a deferral gives its run back).
+        redeliveries: runs that ended with a lost worker (PostgreSQL leases).
+        deferrals: times a handler deferred it.
+        priority: its priority (a deferred job carries its queue's top priority).
+        due_at: when it is (pending) or was due to run, an aware UTC datetime; a pending job
+            due in the future is scheduled (a delay, a retry's backoff, a deferral).
+        last_error: the last failure's text (a retry's error, the dead-letter reason), kept
+            after a later success; ``None`` when it never failed.
+        payload: the job's fields (decoded JSON).
+    """
+
+    id: str
+    kind: Kind
+    queue: str
+    job_type: str
+    state: JobState
+    attempts: int
+    redeliveries: int
+    deferrals: int
+    priority: int
+    due_at: datetime
+    last_error: str | None
+    payload: Any
+
+
+@runtime_checkable
+class JobLookup(Protocol):
+    """A backend that can say where a job is by its id (PostgreSQL and memory)."""
+
+    async def job(self, job_id: str) -> JobInfo | None:
+        """The job ``job_id`` as the backend knows it now; ``None`` when there is no such job
+        (never enqueued here, or a done job already deleted by retention).
+
+        Raises:
+            BackendError: the backend could not be asked.
+        """
+        ...
 
 
 class Delivery(Protocol):
@@ -324,4 +384,13 @@ class SyncBackend(Protocol):
 
     def close(self) -> None:
         """Release connections (and threads). Idempotent."""
+        ...
+
+
+@runtime_checkable
+class SyncJobLookup(Protocol):
+    """``JobLookup`` for code without an event loop (``queuey.sync`` backends)."""
+
+    def job(self, job_id: str) -> JobInfo | None:
+        """As ``JobLookup.job``."""
         ...

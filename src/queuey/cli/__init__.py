@@ -2,9 +2,10 @@
 
 The root group and the shared helpers are in ``_root``; commands live beside it: ``_jobs``
 (demo, worker, db migrate), ``_topics`` (run, publish), ``_http`` (serve), ``_ops`` (status,
-failed), ``_jobs_cmd`` (jobs cancel, on the ``jobs`` group of ``_jobs_group``),
-``_schedules`` (schedules list|pause|resume) and the others. Exit codes: 0 done, 1 nothing
-found, 2 bad usage, 3 the server cannot be reached. Messages never show a DSN password.
+failed), ``_jobs_cmd`` (jobs cancel) and ``_jobs_show`` (jobs show), both on the ``jobs`` group
+of ``_jobs_group``, ``_schedules`` (schedules list|pause|resume) and the others. Exit codes: 0
+done, 1 nothing found, 2 bad usage, 3 the server cannot be reached. Messages never show a DSN
+password.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from queuey.cli import (
     _jobs,
     _jobs_cmd,
     _jobs_group,
+    _jobs_show,
     _ops,
     _schedules,
     _topics,
@@ -43,6 +45,7 @@ __all__ = [
     "_jobs",
     "_jobs_cmd",
     "_jobs_group",
+    "_jobs_show",
     "_ops",
     "_schedules",
     "_topics",

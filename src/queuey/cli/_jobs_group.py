@@ -1,5 +1,6 @@
-"""The ``queuey jobs`` group: commands about one job by id. Its commands live in their own
-modules (``_jobs_cmd``: cancel), which register on ``jobs``."""
+"""The ``queuey jobs`` group: commands about one job by id, against a live database. Its
+commands live in their own modules, which register on ``jobs`` (``_jobs_cmd``: cancel;
+``_jobs_show``: show)."""
 
 from __future__ import annotations
 
@@ -10,4 +11,4 @@ __all__ = ["jobs"]
 
 @main.group("jobs")
 def jobs() -> None:
-    """One job by its id (PostgreSQL): cancel it."""
+    """One job (or topic message) by its id (PostgreSQL): show or cancel it."""

@@ -160,6 +160,7 @@ def failed_list(
     if len(rows) == limit:
         click.echo(f"(the first {limit}; pass --limit for more)", err=True)
     if not rows:
+        _check_queue(admin, queue, schema)
         fail(f"no {status} rows{where}", EXIT_NOT_FOUND)
 
 
@@ -184,7 +185,11 @@ def failed_show(row_id: uuid.UUID, database_url: str | None, schema: str, as_jso
     if row is None:
         fail(f"no row with id {row_id}", EXIT_NOT_FOUND)
     if row.status not in ("failed", "cancelled"):
-        fail(f"{row.kind} {row_id} on {row.queue} is {row.status}, not failed", EXIT_NOT_FOUND)
+        fail(
+            f"{row.kind} {row_id} on {row.queue} is {row.status}, not failed "
+            f"(`queuey jobs show {row_id}` shows a job in any state)",
+            EXIT_NOT_FOUND,
+        )
     if as_json:
         _echo_json(view.detail_json(row))
     else:
@@ -220,7 +225,7 @@ def failed_retry(
         if row_id
         else admin.retry_all(queue=queue, status=status)
     )
-    _report(admin, _operate(work), "retry", "retried", row_id, queue, status)
+    _report(admin, _operate(work), "retry", "retried", row_id, queue, schema, status)
 
 
 @failed_group.command("discard")
@@ -247,7 +252,20 @@ def failed_discard(
         if row_id
         else admin.discard_all(queue=queue, status=status)
     )
-    _report(admin, _operate(work), "discard", "discarded", row_id, queue, status)
+    _report(admin, _operate(work), "discard", "discarded", row_id, queue, schema, status)
+
+
+def _check_queue(admin: Admin, queue: str | None, schema: str) -> None:
+    """Exit 1 saying so when ``--queue`` names a queue no row is on (a typo, a missing prefix),
+    listing the queues that have rows waiting, running or failed."""
+    if queue is None or _operate(admin.queue_exists(queue)):
+        return
+    known = sorted({row.queue for row in _operate(admin.status())})
+    listed = f" (queues with live rows: {', '.join(known)})" if known else ""
+    fail(
+        f"no queue {queue!r} in schema {schema}: no row of any state is on it{listed}",
+        EXIT_NOT_FOUND,
+    )
 
 
 def _check_target(row_id: uuid.UUID | None, every: bool) -> None:
@@ -264,6 +282,7 @@ def _report(
     done: str,
     row_id: uuid.UUID | None,
     queue: str | None,
+    schema: str,
     status: Stopped = "failed",
 ) -> None:
     """Confirm each queue acted on, or say why nothing was and exit 1."""
@@ -273,6 +292,7 @@ def _report(
         for line in confirmations(done, touched):
             click.echo(line)
         return
+    _check_queue(admin, queue, schema)
     if row_id is None:
         fail(f"no {status} rows to {verb}{f' on {queue}' if queue else ''}", EXIT_NOT_FOUND)
     row = _operate(admin.show(row_id))

@@ -3,8 +3,10 @@ message so a function registered later is found), called with the payload and a
 ``MessageContext``, retried on the ``[queues]`` backoff (``topics._decision``).
 
 A message whose function is not loaded fails like a raising function, with a reason saying so.
-Outcomes are logged on ``queuey.topics`` with ``topic``, ``subscriber``, ``message_id`` and
-``attempts`` as structured fields.
+Outcomes are logged on ``queuey.topics``; the message names the message, so any log format
+shows which one (``message 6c1f…-… on order.paid for notify_ops (attempt 1) failed; will retry
+in 10s: …``), and ``topic``, ``subscriber``, ``message_id`` and ``attempts`` are structured
+fields too.
 """
 
 from __future__ import annotations
@@ -87,23 +89,23 @@ class TopicFace:
     def outcome_message(
         self, envelope: Envelope, outcome: Outcome
     ) -> tuple[str, tuple[object, ...]]:
-        """ "message handled by …", "message failed in …; will retry in …", "message failed in
-        … for the last time …" (a topic message is never deferred by its function)."""
-        where = f"{envelope.job_type} on {envelope.queue}"
+        """ "message ID on TOPIC for SUBSCRIBER (attempt N) handled", "… failed; will retry in
+        10s: …", "… failed for the last time; left failed: …", "… cancelled while it ran; not
+        retried" (a topic message is never deferred by its function)."""
+        subject = "message %s on %s for %s (attempt %d) "
+        who = (envelope.job_id, envelope.queue, envelope.job_type, envelope.attempt)
         match outcome:
             case Ack():
-                return "message handled by %s", (where,)
+                return subject + "handled", who
             case RetryAfter(delay=delay, error=error):
-                text = "message failed in %s; will retry in %.0fs: %s"
-                return text, (where, delay.total_seconds(), error)
-            case DeferFor(delay=delay, reason=reason):
-                return "message in %s deferred for %.0fs: %s", (
-                    where,
+                return subject + "failed; will retry in %.0fs: %s", (
+                    *who,
                     delay.total_seconds(),
-                    reason,
+                    error,
                 )
+            case DeferFor(delay=delay, reason=reason):
+                return subject + "deferred for %.0fs: %s", (*who, delay.total_seconds(), reason)
             case DeadLetter(reason=reason):
-                text = "message failed in %s for the last time (attempt %d); left failed: %s"
-                return text, (where, envelope.attempt, reason)
+                return subject + "failed for the last time; left failed: %s", (*who, reason)
             case Cancelled():
-                return "message in %s cancelled while it ran; not retried", (where,)
+                return subject + "cancelled while it ran; not retried", who

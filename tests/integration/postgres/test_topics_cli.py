@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -100,6 +101,12 @@ def test_publish_reaches_every_subscriber_of_a_running_app(
     assert runner.returncode == 0, stderr
     assert "fulfilling order 42" in stderr
     assert "topic subscriber stopped" in stderr
+    # each outcome names the message: its id, topic, subscriber and attempt
+    assert re.search(
+        r"INFO queuey\.topics: message [0-9a-f-]{36} on order\.paid for notify_ops "
+        r"\(attempt 1\) handled",
+        stderr,
+    ), stderr
 
 
 def test_publish_prints_a_message_and_exits_2_on_bad_input(

@@ -243,8 +243,12 @@ async def test_a_subscriber_runs_the_same_chain_with_topic_outcomes(
     ]
     assert subscriber.stats["t"] == QueueStats(succeeded=1, retried=1)
     messages = [r.getMessage() for r in caplog.records if r.name == "queuey.topics"]
-    assert "message failed in flaky on t; will retry in 1s: ValueError: first time" in messages
-    assert "message handled by flaky on t" in messages
+    (message_id,) = {e.job_id for e in backend.acked("t", "topic")}
+    assert [m for m in messages if m.startswith("message ")] == [
+        f"message {message_id} on t for flaky (attempt 1) failed; will retry in 1s: "
+        "ValueError: first time",
+        f"message {message_id} on t for flaky (attempt 2) handled",
+    ]
     with pytest.raises(AttributeError):
         subscriber.settle_failures = 0  # type: ignore[misc]
 

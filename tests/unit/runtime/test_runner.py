@@ -114,7 +114,11 @@ async def test_a_settle_failure_is_counted_once_and_shown_to_every_middleware(
     ]
     (record,) = [r for r in caplog.records if r.name == "queuey.worker"]
     assert record.levelno == logging.ERROR
-    assert record.getMessage() == "could not record the outcome: the link is down"
+    envelope = target.envelope
+    assert record.getMessage() == (
+        f"could not record the outcome (job {envelope.job_type} {envelope.job_id} "
+        f"({envelope.queue}, attempt 1) succeeded): the link is down"
+    )
     assert record.job_id == target.envelope.job_id  # type: ignore[attr-defined]
 
 

@@ -1,9 +1,10 @@
 """The typed-job face: handlers registered per job type, the payload decoded by the job's
 pydantic model, a ``JobContext``, the job's ``RetryPolicy`` and the worker's ``job_timeout``.
 
-Outcomes are logged on ``queuey.worker`` with ``job_id``, ``job_type``, ``queue`` and
-``attempt`` as structured fields: success at INFO, a retry at WARNING, a deferral at INFO, a
-dead letter at ERROR.
+Outcomes are logged on ``queuey.worker``: success at INFO, a retry at WARNING, a deferral at
+INFO, a dead letter at ERROR. The message names the job, so any log format shows which one
+(``job myapp.SendEmail 1f0e7c3a-… (myapp.emails, attempt 2) failed; retry in 0.085s: SMTP
+451``), and ``job_id``, ``job_type``, ``queue`` and ``attempt`` are structured fields too.
 """
 
 from __future__ import annotations
@@ -139,16 +140,19 @@ class JobFace:
     def outcome_message(
         self, envelope: Envelope, outcome: Outcome
     ) -> tuple[str, tuple[object, ...]]:
-        """ "job succeeded", "job failed; retry in …", "job deferred for …", "job
-        dead-lettered: …", "job cancelled while it ran; not retried"."""
+        """ "job T ID (QUEUE, attempt N) succeeded", "… failed; retry in 0.085s: …", "…
+        deferred for 30.000s: …", "… dead-lettered: …", "… cancelled while it ran; not
+        retried" (the full job id, for ``queuey jobs show``)."""
+        subject = "job %s %s (%s, attempt %d) "
+        who = (envelope.job_type, envelope.job_id, envelope.queue, envelope.attempt)
         match outcome:
             case Ack():
-                return "job succeeded", ()
+                return subject + "succeeded", who
             case RetryAfter(delay=delay, error=error):
-                return "job failed; retry in %.3fs: %s", (delay.total_seconds(), error)
+                return subject + "failed; retry in %.3fs: %s", (*who, delay.total_seconds(), error)
             case DeferFor(delay=delay, reason=reason):
-                return "job deferred for %.3fs: %s", (delay.total_seconds(), reason)
+                return subject + "deferred for %.3fs: %s", (*who, delay.total_seconds(), reason)
             case DeadLetter(reason=reason):
-                return "job dead-lettered: %s", (reason,)
+                return subject + "dead-lettered: %s", (*who, reason)
             case Cancelled():
-                return "job cancelled while it ran; not retried", ()
+                return subject + "cancelled while it ran; not retried", who

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from queuey.backends.base import CancelResult
+from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.memory._consumer import MemoryConsumer
 from queuey.backends.memory._store import QueueState, Store
 from queuey.durations import MAX_DURATION
@@ -30,7 +30,8 @@ class MemoryBackend:
 
     Inspection helpers (synchronous): ``pending(q)``, ``pending_envelopes(q)``, ``acked(q)``,
     ``deferred(q)``, ``delayed(q)``, ``dead_letters(q)``, ``cancelled(q)``, ``queue_names()``,
-    ``queue_config(q)``, ``is_idle()``, ``is_closed()``; and ``await wait_idle()``. Topics
+    ``queue_config(q)``, ``in_flight()``, ``is_idle()``, ``is_closed()``; and
+    ``await wait_idle()`` and ``await job(job_id)``. Topics
     (``kind="topic"``) live beside typed queues of the same name without colliding; the helpers
     take ``kind`` for them.
 
@@ -158,6 +159,12 @@ class MemoryBackend:
         """Same as ``dead_letters(queue)``, at most ``limit``."""
         return self.dead_letters(queue, kind)[:limit]
 
+    async def job(self, job_id: str) -> JobInfo | None:
+        """Where job ``job_id`` is now (``JobLookup``): its state, attempts, last error and due
+        time; ``None`` when this backend never saw it. Works after ``close`` too."""
+        record = self._store.jobs.get(job_id)
+        return None if record is None else record.info()
+
     async def close(self) -> None:
         """Close: later publishes raise ``ShutDownError``; timers are cancelled."""
         self._store.close()
@@ -227,6 +234,10 @@ class MemoryBackend:
     def queue_config(self, queue: str, kind: Kind = "job") -> QueueConfig:
         """The configuration a queue was declared with (defaults if never declared)."""
         return self._queue(queue, kind).config
+
+    def in_flight(self) -> int:
+        """Deliveries handed out and not settled yet."""
+        return self._store.in_flight
 
     def is_idle(self) -> bool:
         """Nothing pending, delayed, held or handed out and unsettled."""

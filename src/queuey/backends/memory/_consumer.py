@@ -69,18 +69,21 @@ class MemoryDelivery:
         self._settle()
         self._queue.acked.append(self._envelope)
         self._store.keys.moved(self._envelope.job_id, "done")
+        self._store.track(self._envelope, "done", ran=True)
 
     async def cancelled(self) -> None:
         """Free the delivery of a job cancelled while it ran (it is in ``cancelled(q)``)."""
         self._settle(cancelling=True)
 
     async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
-        """Replace this delivery by ``envelope``, deliverable after ``delay``."""
+        """Replace this delivery by ``envelope``, deliverable after ``delay``; ``error`` is kept
+        as the job's last error."""
         self._store.check_open()
         self._settle()
         self._store.publish([envelope], delay)
         self._queue.acked.append(self._envelope)
         self._store.keys.moved(envelope.job_id, "pending")
+        self._store.track(envelope, "pending", ran=False, error=error)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Replace this delivery by ``envelope``, held for ``delay``."""
@@ -96,6 +99,7 @@ class MemoryDelivery:
         self._settle()
         self._queue.dead.append((self._envelope, reason))
         self._store.keys.moved(self._envelope.job_id, "failed")
+        self._store.track(self._envelope, "failed", ran=True, error=reason)
 
     async def release(self) -> None:
         """Put the envelope back in its queue untouched."""
@@ -112,6 +116,7 @@ class MemoryDelivery:
         if self._cancel.done():
             self._queue.cancelled.append(self._envelope)
             self._store.keys.release(self._envelope.job_id)
+            self._store.track(self._envelope, "cancelled", ran=True)
         if self._cancel.done() and not cancelling:
             raise BackendError(
                 f"job {self._envelope.job_id} was cancelled while it ran; "
@@ -151,6 +156,7 @@ class MemoryConsumer:
             if envelope is not None:
                 self._slots -= 1
                 store.handed_out(envelope)
+                store.track(envelope, "running", ran=True)
                 return MemoryDelivery(store, self._queue, envelope, self._release)
             await self._wait()
         return None
@@ -173,8 +179,8 @@ class MemoryConsumer:
             item = pending[index]
             if item.expires_at is not None and now() > item.expires_at:
                 del pending[index]
-                self._queue.dead.append((item.envelope, "expired"))
                 self._store.keys.moved(item.envelope.job_id, "failed")
+                self._store.expire(self._queue, item.envelope)
             elif wanted is None or item.envelope.job_type in wanted:
                 del pending[index]
                 return item.envelope

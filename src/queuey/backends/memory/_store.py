@@ -5,7 +5,7 @@ Per queue, keyed by (kind, name): the pending envelopes in delivery order, count
 waiting on a timer, and the acknowledged and dead-lettered ones for inspection. Timers run on
 the event loop's clock (``loop.call_later``), so a virtual-time loop lets delays pass in no wall
 time. Ordering rule: an envelope goes behind every pending envelope of equal or higher priority
-and ahead of the rest.
+and ahead of the rest. Per job id, the latest state (``jobs``) answers ``MemoryBackend.job``.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from queuey.backends.base import CancelResult
+from queuey.backends.base import CancelResult, JobInfo, JobState
 from queuey.backends.memory._keys import Keys, WallClock
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
 from queuey.unique import EnqueueResult, UniqueKey
 
-__all__ = ["Pending", "QueueState", "Store", "Waiting", "now"]
+__all__ = ["JobRecord", "Pending", "QueueState", "Store", "Waiting", "now"]
 
 Timer = Literal["held", "delayed"]
 """Which counter an envelope waiting on a timer is in: ``defer`` or a delayed publish."""
@@ -40,6 +40,37 @@ class Pending:
 
     envelope: Envelope
     expires_at: float | None
+
+
+@dataclass
+class JobRecord:
+    """The latest state of one job: its envelope, where it is, runs started, when it is or was
+    due (loop time) and its last error."""
+
+    envelope: Envelope
+    state: JobState
+    attempts: int
+    due: float
+    last_error: str | None = None
+
+    def info(self) -> JobInfo:
+        """As a ``JobInfo``, its due time on the wall clock (UTC)."""
+        envelope = self.envelope
+        due_at = datetime.now(UTC) + timedelta(seconds=self.due - now())
+        return JobInfo(
+            id=envelope.job_id,
+            kind=envelope.kind,
+            queue=envelope.queue,
+            job_type=envelope.job_type,
+            state=self.state,
+            attempts=self.attempts,
+            redeliveries=envelope.redeliveries,
+            deferrals=envelope.deferrals,
+            priority=envelope.priority,
+            due_at=due_at,
+            last_error=self.last_error,
+            payload=envelope.payload,
+        )
 
 
 @dataclass
@@ -71,6 +102,7 @@ class Store:
 
     def __init__(self, start: datetime | None = None) -> None:
         self.queues: dict[tuple[Kind, str], QueueState] = {}
+        self.jobs: dict[str, JobRecord] = {}
         self.closed = False
         self.keys = Keys()
         self.clock = WallClock(start)
@@ -90,6 +122,24 @@ class Store:
         """Create the queue of ``config`` unless it exists (the first config of a name wins)."""
         if (config.kind, config.name) not in self.queues:
             self.queues[(config.kind, config.name)] = QueueState(config)
+
+    def track(
+        self,
+        envelope: Envelope,
+        state: JobState,
+        *,
+        ran: bool,
+        due: float | None = None,
+        error: str = "",
+    ) -> None:
+        """Record that ``envelope``'s job is now in ``state``: ``ran`` says whether its attempt
+        was started (else it counts one run fewer), ``due`` is when it is due (loop time; by
+        default as before, or now), ``error`` its last error unless empty (else as before)."""
+        old = self.jobs.get(envelope.job_id)
+        when = due if due is not None else (old.due if old is not None else now())
+        last = error or (old.last_error if old is not None else None)
+        attempts = envelope.attempt if ran else envelope.attempt - 1
+        self.jobs[envelope.job_id] = JobRecord(envelope, state, attempts, when, last)
 
     def check_open(self) -> None:
         """Raises:
@@ -122,7 +172,9 @@ class Store:
         queue = self.queue(envelope.queue, envelope.kind)
         if envelope.kind == "topic" and not envelope.job_type:
             queue.acked.append(envelope)  # nobody subscribes: recorded as handled (seed 000)
+            self.track(envelope, "done", ran=False, due=now())
             return
+        self.track(envelope, "pending", ran=False, due=now())
         ttl = queue.config.message_ttl
         expires = None if ttl is None else now() + ttl.total_seconds()
         index = next(
@@ -136,6 +188,7 @@ class Store:
     def _later(self, delay: timedelta, envelope: Envelope, counter: Timer) -> None:
         queue = self.queue(envelope.queue, envelope.kind)
         _count(queue, counter, +1)
+        self.track(envelope, "pending", ran=False, due=now() + delay.total_seconds())
         waiting = Waiting(envelope, queue, counter)
 
         def release() -> None:
@@ -212,8 +265,16 @@ class Store:
 
     def _cancelled(self, queue: QueueState, envelope: Envelope) -> Literal["cancelled"]:
         queue.cancelled.append(envelope)
+        self.track(envelope, "cancelled", ran=False)
         self._activity.set()
         return "cancelled"
+
+    def expire(self, queue: QueueState, envelope: Envelope) -> None:
+        """Dead-letter ``envelope``, taken from ``queue``'s pending ones past its message TTL
+        ("expired"); wakes ``wait_idle``."""
+        queue.dead.append((envelope, "expired"))
+        self.track(envelope, "failed", ran=False, error="expired")
+        self._activity.set()
 
     # -- deliveries out -----------------------------------------------------------------------
 
@@ -221,6 +282,11 @@ class Store:
         """A consumer handed out a delivery of ``envelope``."""
         self._in_flight += 1
         self.keys.moved(envelope.job_id, "running")
+
+    @property
+    def in_flight(self) -> int:
+        """Deliveries handed out and not settled yet."""
+        return self._in_flight
 
     def settled(self) -> None:
         """A handed-out delivery was settled."""

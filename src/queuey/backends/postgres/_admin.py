@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Literal
 
 from queuey._validation import check_int
-from queuey.backends.base import CancelResult
+from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.postgres._cancel import cancel_channel, cancel_result
 from queuey.backends.postgres._rows import FailedRow, QueueStatus, RowDetail, Touched
 from queuey.backends.postgres._sql import Statements, check_identifier
@@ -117,6 +117,26 @@ class Admin:
         row_id = parse_id(row_id)
         async with self._session() as store:
             return await store.ops_show(row_id)
+
+    async def job(self, job_id: str | uuid.UUID) -> JobInfo | None:
+        """One job (or topic message) by id, whatever its state; ``None`` when there is none.
+
+        Raises:
+            ConfigError: ``job_id`` is not a UUID.
+            BackendError, SchemaError: as for ``status``.
+        """
+        job_id = parse_id(job_id)
+        async with self._session() as store:
+            return await store.job_info(job_id)
+
+    async def queue_exists(self, queue: str) -> bool:
+        """Whether any row (of any status) is on ``queue``.
+
+        Raises:
+            BackendError, SchemaError: as for ``status``.
+        """
+        async with self._session() as store:
+            return await store.queue_exists(queue)
 
     async def retry(
         self, row_id: str | uuid.UUID, *, queue: str | None = None, status: Stopped = "failed"

@@ -23,8 +23,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
+import psycopg
+
 from queuey._validation import check_bool, check_int
-from queuey.backends.base import CancelResult
+from queuey.backends._unclosed import LoopGuard
+from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.postgres._admin import parse_id
 from queuey.backends.postgres._cancel import Cancellations, cancel_channel, cancel_result
 from queuey.backends.postgres._complete import Completer
@@ -145,6 +148,7 @@ class PostgresBackend:
         self._declared: dict[tuple[Kind, str], QueueConfig] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._state = "new"
+        self._guard = LoopGuard("PostgresBackend", self.close)
         self.listener: Listener | None = None
 
     def __repr__(self) -> str:
@@ -183,6 +187,7 @@ class PostgresBackend:
             return
         await self._store.open()
         self._state = "open"
+        self._guard.start()  # closes the backend at loop shutdown if the program does not
 
     async def __aenter__(self) -> PostgresBackend:
         await self.open()
@@ -192,10 +197,15 @@ class PostgresBackend:
         await self.close()
 
     async def close(self) -> None:
-        """Stop background tasks and close the pool. Idempotent."""
+        """Stop background tasks and close the pool. Idempotent.
+
+        A backend still open when its event loop shuts down (``asyncio.run`` returning or
+        raising) is closed then, with a ``ResourceWarning`` naming the line that opened it.
+        """
         if self._state == "closed":
             return
         self._state = "closed"
+        self._guard.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -239,10 +249,14 @@ class PostgresBackend:
                 back with the caller's transaction (and the NOTIFY is sent at its commit).
 
         Raises:
+            TypeError: ``connection`` is not a psycopg ``AsyncConnection`` (a synchronous
+                ``psycopg.Connection`` cannot be awaited); nothing was written.
             BackendError: nothing was written.
             ShutDownError: the backend is not open.
         """
         self._check_open()
+        if connection is not None:
+            _check_connection(connection)
         if not envelopes:
             return
         seconds = 0.0 if delay is None else delay.total_seconds()
@@ -393,6 +407,7 @@ class PostgresBackend:
                 channels,
                 self._on_listening,
                 f"queuey-listen {self.owner}"[:63],
+                outage=self._outage.part("the LISTEN connection"),
             )
             self._tasks.append(asyncio.create_task(self.listener.run()))
 
@@ -448,10 +463,45 @@ class PostgresBackend:
         rows = await self._store.list_dead(kind, queue, limit)
         return [(row.envelope(kind, queue), row.reason) for row in rows]
 
+    async def job(self, job_id: str) -> JobInfo | None:
+        """Where job ``job_id`` (the id ``enqueue`` returned) is now: its state, attempts, last
+        error and due time (``JobLookup``); ``None`` when there is no such row (never enqueued
+        in this schema, or done and deleted after ``retain``).
+
+        Raises:
+            ConfigError: ``job_id`` is not a UUID.
+            BackendError: the database failed.
+            ShutDownError: the backend is not open.
+        """
+        self._check_open()
+        return await self._store.job_info(parse_id(job_id))
+
     async def purge(self, queues: Sequence[str]) -> int:
         """Delete every row of the given typed queues; returns the count."""
         self._check_open()
         return await self._store.purge(queues)
+
+
+def _check_connection(connection: object) -> None:
+    """Refuse a ``connection=`` the backend cannot run its insert on, saying what it takes.
+
+    Raises:
+        TypeError: ``connection`` is not a psycopg ``AsyncConnection``.
+    """
+    if isinstance(connection, psycopg.AsyncConnection):
+        return
+    kind = f"{type(connection).__module__}.{type(connection).__qualname__}"
+    hint = (
+        ", a synchronous connection: enqueue through `queuey.sync.Producer` on "
+        "`queuey.sync.PostgresBackend`, which takes it, or open an AsyncConnection with "
+        "`await psycopg.AsyncConnection.connect(url)`"
+        if isinstance(connection, psycopg.Connection)
+        else ""
+    )
+    raise TypeError(
+        f"connection= takes the psycopg AsyncConnection whose transaction the job joins; "
+        f"got {kind}{hint}"
+    )
 
 
 async def _migrate(conninfo: str, statements: Statements) -> None:

@@ -29,7 +29,9 @@ def _ignore(payload: str) -> None:
 
 class Listener:
     """Runs LISTEN on each of ``channels`` and calls its callback with the payload of each of
-    its notifications, and ``on_connect()`` after each (re)connect.
+    its notifications, and ``on_connect()`` after each (re)connect. Its failures are logged
+    through ``outage`` (the backend's, so a restart is one outage), else through an outage of
+    its own.
 
     Attributes:
         channels: the channels it listens on.
@@ -44,6 +46,7 @@ class Listener:
         application_name: str = "queuey-listen",
         health_interval: float = 2.0,
         reconnect_delay: float = 0.5,
+        outage: Outage | None = None,
     ) -> None:
         self.channels = tuple(channels)
         self.connected = asyncio.Event()
@@ -53,7 +56,7 @@ class Listener:
         self._application_name = application_name
         self._health = health_interval
         self._delay = reconnect_delay
-        self._outage = Outage(f"LISTEN connection ({', '.join(self.channels)})")
+        self._outage = outage or Outage(f"LISTEN connection ({', '.join(self.channels)})")
 
     async def run(self) -> None:
         """Listen until cancelled, reconnecting with capped backoff."""

@@ -23,6 +23,8 @@ from typing import Any, Protocol
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
+from queuey.backends.postgres._outage import POOL_NAME_PREFIX, POOLED, quiet_pool_logs
+
 __all__ = ["IDLE_CHECK_SECS", "Connection", "Connections", "Lent", "Pool"]
 
 IDLE_CHECK_SECS = 2.0
@@ -42,6 +44,10 @@ async def _check_if_idle(conn: psycopg.AsyncConnection[Any]) -> None:
 
 async def _mark_used(conn: psycopg.AsyncConnection[Any]) -> None:
     _last_used[conn] = time.monotonic()
+
+
+async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    POOLED.add(conn)  # psycopg's records about it are then quiet (``quiet_pool_logs``)
 
 
 class Connections(Protocol):
@@ -97,19 +103,30 @@ class Lent:
         return None
 
 
+def _pool_name(application_name: str) -> str:
+    if application_name.startswith(POOL_NAME_PREFIX):
+        return application_name
+    return f"{POOL_NAME_PREFIX} {application_name}"
+
+
 class Pool:
     """An autocommit pool of 1..``max_size`` connections named ``application_name``, opened by
-    ``open``, plus the connection kept for publishes."""
+    ``open``, plus the connection kept for publishes. psycopg's log records name the pool like
+    its connections (prefixed "queuey" if they are not), and its per-attempt reconnection
+    warnings are DEBUG records (the backend logs one line per outage)."""
 
     def __init__(self, conninfo: str, max_size: int, application_name: str) -> None:
+        quiet_pool_logs()
         self._pool = AsyncConnectionPool(
             conninfo,
             min_size=1,
             max_size=max_size,
             open=False,
+            name=_pool_name(application_name),
             kwargs={"autocommit": True, "application_name": application_name[:63]},
             check=_check_if_idle,
             reset=_mark_used,
+            configure=_configure,
         )
         self._kept: Connection | None = None
         self._kept_busy = False

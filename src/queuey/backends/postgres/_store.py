@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any, Literal, TypeVar
 
@@ -23,6 +24,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import AsyncRowFactory, class_row, scalar_row, tuple_row
 
+from queuey.backends.base import JobInfo
 from queuey.backends.postgres._arrays import number_array, text_array
 from queuey.backends.postgres._errors import (
     DatabaseUnavailableError,
@@ -496,6 +498,16 @@ class Store:
         """``ops_show``: one row by id, whatever its status."""
         rows = await self._fetch("ops_show", {"id": row_id}, class_row(RowDetail))
         return rows[0] if rows else None
+
+    async def job_info(self, job_id: str) -> JobInfo | None:
+        """``job_info``: one job by id (a UUID string), whatever its status; due time in UTC."""
+        rows = await self._fetch("job_info", {"id": job_id}, class_row(JobInfo))
+        return replace(rows[0], due_at=rows[0].due_at.astimezone(UTC)) if rows else None
+
+    async def queue_exists(self, queue: str) -> bool:
+        """``queue_exists``: whether any row, of any kind and status, is on ``queue``."""
+        (known,) = await self._fetch("queue_exists", {"queue": queue}, scalar_row)
+        return bool(known)
 
     async def ops_retry(
         self, row_id: str | None, queue: str | None, channel: str, status: str = "failed"

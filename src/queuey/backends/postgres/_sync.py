@@ -12,13 +12,16 @@ transaction that connection is in (``transaction.atomic()``), and commits or rol
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import scalar_row
+from psycopg.rows import class_row, scalar_row
 from psycopg_pool import ConnectionPool
 
+from queuey.backends.base import JobInfo
 from queuey.backends.postgres._errors import (
     DatabaseUnavailableError,
     UndefinedTableError,
@@ -173,6 +176,17 @@ class SyncStore:
         row could be cancelled."""
         rows = self._fetch("cancel", {"id": row_id, "channel": channel})
         return str(rows[0]) if rows else None
+
+    def job_info(self, job_id: str) -> JobInfo | None:
+        """``job_info``: as ``Store.job_info``."""
+        return self._on_pool(lambda conn: _job_info(conn, self.statements["job_info"], job_id))
+
+
+def _job_info(conn: SyncConnection, statement: sql.Composed, job_id: str) -> JobInfo | None:
+    cursor = conn.cursor(row_factory=class_row(JobInfo))
+    cursor.execute(statement, {"id": job_id})
+    row = cursor.fetchone()
+    return None if row is None else replace(row, due_at=row.due_at.astimezone(UTC))
 
 
 def _scalars(conn: SyncConnection, statement: sql.Composed, params: Params | None) -> list[Any]:

@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from queuey._validation import check_int
-from queuey.backends.base import CancelResult
+from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.postgres._admin import parse_id
 from queuey.backends.postgres._backend import process_identity
 from queuey.backends.postgres._cancel import cancel_channel, cancel_result
@@ -189,3 +189,15 @@ class SyncPostgresBackend:
         """
         self._check_open()
         return cancel_result(self._store.cancel(parse_id(job_id), self.cancel_channel))
+
+    def job(self, job_id: str) -> JobInfo | None:
+        """As ``PostgresBackend.job``: where job ``job_id`` is now, ``None`` when there is no
+        such row.
+
+        Raises:
+            ConfigError: ``job_id`` is not a UUID.
+            BackendError: the database failed.
+            ShutDownError: the backend is not open.
+        """
+        self._check_open()
+        return self._store.job_info(parse_id(job_id))

@@ -14,7 +14,8 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Self
 
-from queuey.backends.base import CancelResult
+from queuey.backends._unclosed import LoopGuard
+from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._consumer import RabbitMqConsumer
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
@@ -78,6 +79,7 @@ class RabbitMqBackend:
         self._router = Router(self._link, self._lifecycle, self.options.hold_granularity)
         self._link.restore = self._router.restore
         self._consumers: set[RabbitMqConsumer] = set()
+        self._guard = LoopGuard("RabbitMqBackend", self.close)
 
     @classmethod
     async def connect(cls, url: str, options: RabbitMqOptions | None = None) -> RabbitMqBackend:
@@ -103,6 +105,7 @@ class RabbitMqBackend:
         if not self._lifecycle.opened:
             await self._link.open()
             self._lifecycle.opened = True
+            self._guard.start()  # closes the backend at loop shutdown if the program does not
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -279,6 +282,19 @@ class RabbitMqBackend:
                     await close_quietly(channel)
         return removed
 
+    async def job(self, job_id: str) -> JobInfo | None:
+        """Not supported: a broker keeps messages, not jobs, and cannot find one by id.
+
+        Raises:
+            NotSupportedError: always; look jobs up on PostgreSQL (or ``MemoryBackend`` in
+                tests), or follow them in the worker's log lines, which name each job's id.
+        """
+        raise NotSupportedError(
+            f"RabbitMqBackend cannot look up job {job_id}: a broker keeps messages, not jobs, "
+            "and cannot find one by id (PostgreSQL and MemoryBackend can; the worker's log "
+            "lines name each job's id)"
+        )
+
     def declared_queue_names(self) -> list[str]:
         """Every broker queue this backend declared (main, ``.dead`` and hold queues), sorted."""
         return self._router.queue_names()
@@ -288,10 +304,15 @@ class RabbitMqBackend:
         return self._lifecycle.closed
 
     async def close(self) -> None:
-        """Stop the consumers and close the connection. Idempotent; safe before ``open``."""
+        """Stop the consumers and close the connection. Idempotent; safe before ``open``.
+
+        A backend still open when its event loop shuts down (``asyncio.run`` returning or
+        raising) is closed then, with a ``ResourceWarning`` naming the line that opened it.
+        """
         if self._lifecycle.closed:
             return
         self._lifecycle.closed = True
+        self._guard.stop()
         for consumer in list(self._consumers):
             await consumer.abort()
         self._consumers.clear()

@@ -16,6 +16,10 @@ Every publish path is bounded by ``publish_timeout`` in total: its caller takes 
 ``deadline()`` once, at the start of the call, and every wait after it (for the reconnection,
 a lock, a channel, a hold queue's declaration, the confirm) runs under ``bounded(what,
 deadline)``, with what is left of it. Running out of time says the broker is unreachable.
+
+An outage is one WARNING when the connection is lost and one INFO when it is back; the failed
+attempts in between, and aiormq's own ERROR per failed connect or remote close, are DEBUG
+records (``quiet_driver_logs``).
 """
 
 from __future__ import annotations
@@ -23,20 +27,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
 from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractMessage
-from aio_pika.exceptions import ChannelInvalidStateError
+from aio_pika.exceptions import AMQPError, ChannelInvalidStateError
 
+from queuey.backends._quiet import demote, templates
 from queuey.backends.rabbitmq._errors import describe, password_of, redact, translated
 from queuey.backends.rabbitmq._options import RabbitMqOptions
 from queuey.errors import BackendError, ConfigError, QueueyError, ShutDownError
 from queuey.secrets import remember
 
-__all__ = ["Link", "Restore"]
+__all__ = ["Link", "Restore", "quiet_driver_logs"]
 
 log = logging.getLogger("queuey.rabbitmq")
 
@@ -45,6 +52,19 @@ _RETRY_PAUSE = 0.05  # seconds between two tries of a publish whose connection d
 
 Restore = Callable[[AbstractConnection], Awaitable[None]]
 """Run on every new connection before it is handed out (re-declares the topology)."""
+
+_DRIVER_NOISE = (
+    "error when creating transport",  # one per failed connect (the error is raised to us)
+    "Unexpected connection close from remote",  # the broker closing us (restart, forced)
+    "Cancelling cause reader exited abnormally",  # the socket dropped
+    "Server connection %r was stuck",  # missed heartbeats
+)
+
+
+def quiet_driver_logs() -> None:
+    """Make aiormq's per-connect and per-close records DEBUG records (queuey logs the outage
+    once). Idempotent."""
+    demote("aiormq.connection", templates(_DRIVER_NOISE), "queuey.rabbitmq")
 
 
 class Link:
@@ -56,6 +76,7 @@ class Link:
     """
 
     def __init__(self, url: str, options: RabbitMqOptions) -> None:
+        quiet_driver_logs()
         self.url = url
         remember(url)
         self.safe_url = redact(url)
@@ -245,12 +266,19 @@ class Link:
 
     async def _connect(self) -> AbstractConnection:
         url = _with_heartbeat(self.url, int(self._options.heartbeat.total_seconds()))
-        with translated(f"connecting to {self.safe_url}", self._password):
-            return await aio_pika.connect(
-                url,
-                timeout=self._options.connect_timeout.total_seconds(),
-                client_properties={"connection_name": self._options.connection_name},
-            )
+        what = f"connecting to {self.safe_url}"
+        with translated(what, self._password):
+            try:
+                return await aio_pika.connect(
+                    url,
+                    timeout=self._options.connect_timeout.total_seconds(),
+                    client_properties={"connection_name": self._options.connection_name},
+                )
+            except AMQPError as exc:
+                reason = _refusal(exc)
+                if reason is None:
+                    raise
+                raise BackendError(f"{what}: the broker refused the connection: {reason}") from exc
 
     def _install(self, connection: AbstractConnection) -> None:
         lost = self._lost = asyncio.Event()
@@ -274,17 +302,20 @@ class Link:
     async def _reconnect(self) -> None:
         wait = self._options.reconnect_initial.total_seconds()
         ceiling = self._options.reconnect_max.total_seconds()
+        started, attempts = time.monotonic(), 0
         while not self._closed:
+            attempts += 1
             try:
                 connection = await self._connect()
                 await self._restore(connection)
-            except Exception as exc:  # keep trying whatever went wrong; log it
-                log.warning("could not reconnect (%s); next attempt in %.1fs", describe(exc), wait)
+            except Exception as exc:  # keep trying whatever went wrong; say so at DEBUG
+                log.debug("could not reconnect (%s); next attempt in %.1fs", describe(exc), wait)
                 await asyncio.sleep(wait)
                 wait = min(ceiling, wait * 2)
                 continue
             self._install(connection)
-            log.info("reconnected to %s", self.safe_url)
+            seconds = time.monotonic() - started
+            log.info("reconnected to %s (%d attempt(s), %.1fs)", self.safe_url, attempts, seconds)
             return
 
     async def _restore(self, connection: AbstractConnection) -> None:
@@ -309,6 +340,26 @@ class Link:
 async def _close_quietly(connection: AbstractConnection) -> None:
     with contextlib.suppress(Exception):
         await connection.close()
+
+
+def _refusal(exc: BaseException) -> str | None:
+    """The broker's reason for closing a connection while it opened (an unknown vhost, a
+    vhost the user may not use), e.g. "NOT_ALLOWED - vhost nosuch not found" (530); ``None``
+    when ``exc`` is not that.
+
+    aiormq reports such a close as an unexpected ``Connection.Close`` frame and keeps the frame
+    only in a local variable of the function that raised: it is read from the traceback.
+    """
+    if "Connection.Close" not in str(exc):
+        return None
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame.f_locals.get("frame")
+        text = getattr(frame, "reply_text", None)
+        if isinstance(text, str) and text:
+            return f"{text} ({getattr(frame, 'reply_code', '?')})"
+        tb = tb.tb_next
+    return "it closed the connection while it opened (does the vhost exist, may the user use it?)"
 
 
 def _alive(connection: AbstractConnection) -> bool:

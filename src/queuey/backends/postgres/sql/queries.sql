@@ -462,6 +462,22 @@ SELECT id::text AS id, kind, queue, job_type, status, priority, attempts, redeli
 FROM {table}
 WHERE id = %(id)s::uuid;
 
+-- name: job_info
+-- One job by id, whatever its status, as a JobInfo (a backend's job lookup, `queuey jobs show`).
+SELECT id::text AS id, kind, queue, job_type, status AS state, attempts, redeliveries, deferrals,
+       priority, available_at AS due_at, error AS last_error, payload
+FROM {table}
+WHERE id = %(id)s::uuid;
+
+-- name: queue_exists
+-- Whether any row, of either kind and any status, is on a queue (an operator's --queue may be a
+-- typo). The claim index answers for pending rows, migration 0004's index for the others.
+SELECT EXISTS (SELECT 1 FROM {table}
+               WHERE kind IN ('job', 'topic') AND queue = %(queue)s AND status = 'pending')
+    OR EXISTS (SELECT 1 FROM {table}
+               WHERE kind IN ('job', 'topic') AND queue = %(queue)s AND status <> 'pending')
+    AS known;
+
 -- name: ops_retry
 -- Failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL) back to
 -- pending, due now, with a fresh

@@ -1,0 +1,97 @@
+"""``queuey jobs show ID``: where one job is, whatever its state (pending, scheduled, running,
+done or failed), by the id ``enqueue`` returned: its state, attempts, due time, last error and
+payload, as text or JSON. Times are shown in UTC."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from queuey.backends.base import JobInfo
+from queuey.cli._jobs_group import jobs
+from queuey.cli._ops import _JSON, _admin, _echo_json, _operate
+from queuey.cli._ops_view import format_age
+from queuey.cli._root import DATABASE_URL, EXIT_NOT_FOUND, SCHEMA, fail
+
+__all__ = ["job_json", "job_text", "show"]
+
+
+def job_json(job: JobInfo) -> dict[str, Any]:
+    """The ``jobs show --json`` document (shape in the command's help)."""
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "queue": job.queue,
+        "job_type": job.job_type,
+        "state": job.state,
+        "attempts": job.attempts,
+        "redeliveries": job.redeliveries,
+        "deferrals": job.deferrals,
+        "priority": job.priority,
+        "due_at": job.due_at.astimezone(UTC).isoformat(),
+        "last_error": job.last_error,
+        "payload": job.payload,
+    }
+
+
+def _state(job: JobInfo, now: datetime) -> str:
+    """The state, saying when a pending job is due ("pending, scheduled: due in 4m 05s")."""
+    if job.state != "pending":
+        return job.state
+    wait = (job.due_at - now).total_seconds()
+    if wait > 0:
+        return f"pending, scheduled: due in {format_age(wait)}"
+    return f"pending, due for {format_age(-wait)}"
+
+
+def job_text(job: JobInfo, now: datetime | None = None) -> str:
+    """Labelled fields, then the payload as indented JSON, then the last error in full."""
+    fields = [
+        ("id", job.id),
+        ("kind", job.kind),
+        ("queue" if job.kind == "job" else "topic", job.queue),
+        ("job type" if job.kind == "job" else "subscriber", job.job_type),
+        ("state", _state(job, now or datetime.now(UTC))),
+        ("attempts", str(job.attempts)),
+        ("redeliveries", str(job.redeliveries)),
+        ("deferrals", str(job.deferrals)),
+        ("priority", str(job.priority)),
+        ("due at", job.due_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
+    ]
+    lines = [f"{label:<13} {value}" for label, value in fields]
+    lines += ["", "payload:", json.dumps(job.payload, indent=2, ensure_ascii=False)]
+    lines += ["", "last error:", job.last_error or "-"]
+    return "\n".join(lines)
+
+
+@jobs.command("show")
+@click.argument("job_id", metavar="ID", type=click.UUID)
+@DATABASE_URL
+@SCHEMA
+@_JSON
+def show(job_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool) -> None:
+    """One job (or topic message) by ID, whatever its state: pending (due now or scheduled),
+    running, done or failed, with its attempts, due time, last error and payload. Exits 1
+    when there is no such job (done jobs are deleted after the backend's `retain`, 24 h by
+    default).
+
+    \b
+    --json prints one object:
+      {"id": str, "kind": "job" | "topic", "queue": str, "job_type": str,
+       "state": "pending" | "running" | "done" | "failed", "attempts": int,
+       "redeliveries": int, "deferrals": int, "priority": int,
+       "due_at": ISO 8601 str (UTC), "last_error": str | null, "payload": any}
+    where due_at is when a pending job may run next (later than now: scheduled).
+    """
+    admin = _admin(database_url, schema)
+    job = _operate(admin.job(job_id))
+    if job is None:
+        fail(f"no job with id {job_id} in schema {schema}", EXIT_NOT_FOUND)
+    if as_json:
+        _echo_json(job_json(job))
+    else:
+        click.echo(job_text(job))
