@@ -3,12 +3,17 @@
 A consumer claims up to ``prefetch - unsettled`` rows of its queue in one statement
 (``FOR UPDATE SKIP LOCKED``), at most half the prefetch at a time so that the next claim overlaps
 the handlers of the previous one, hands them out one by one, and claims again while claims come
-back full (drain: notifications coalesce). It waits for a notification, the poll interval, or
-the next due row, whichever comes first; when that row falls due is asked only after what a
-short claim brought has been handed out, so that round trip never delays a delivery. Outcomes
-go through the backend's ``Completer`` (acks many per statement). Database errors never escape
-``next``: they are logged once per outage and the consumer retries, so a database restart costs
-latency, not the worker.
+back full (drain: notifications coalesce). Under a worker it also claims no more rows than the
+worker has free handler slots (``share_slots``): it takes the slots before the claim and gives
+back those the claim did not fill, so every row it claims is handed to a handler at once. A row
+is never claimed to wait in this process behind a slow job (while another worker idles), and a
+worker that dies holds only rows it had started, the only ones charged a lost lease.
+
+It waits for a notification, the poll interval, or the next due row, whichever comes first;
+when that row falls due is asked only after what a short claim brought has been handed out, so
+that round trip never delays a delivery. Outcomes go through the backend's ``Completer`` (acks
+many per statement). Database errors never escape ``next``: they are logged once per outage
+and the consumer retries, so a database restart costs latency, not the worker.
 
 A consumer depends on the store, the completer, the waker and the outage record it is given
 (``ConsumerLinks``), never on the backend.
@@ -18,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._outage import Outage
@@ -29,7 +36,7 @@ from queuey.backends.postgres._wake import Waker
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
 
-__all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "storable"]
+__all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "Slots", "storable"]
 
 MAX_TEXT_BYTES = 4000
 """Error texts and reasons are kept to this many UTF-8 bytes (seed ``000``)."""
@@ -54,12 +61,31 @@ class ConsumerLinks:
     poll_interval: float
 
 
+class Slots(Protocol):
+    """The worker's handler slots, shared by its consumers (the runtime's ``Slots``)."""
+
+    def take(self, wanted: int) -> int:
+        """Hold up to ``wanted`` free slots now; returns how many."""
+        ...
+
+    def give(self, count: int = 1) -> None:
+        """Free ``count`` slots."""
+        ...
+
+    def watch(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Call ``wake()`` whenever slots are freed; returns what stops it."""
+        ...
+
+
 class PgDelivery:
-    """One claimed row; settling it is fenced by (owner, attempts)."""
+    """One claimed row; settling it is fenced by (owner, attempts). The consumer counts it
+    unsettled until its first settle, whether that lands or not (a refused outcome may be
+    followed by a dead letter on the same delivery)."""
 
     def __init__(self, consumer: PgConsumer, claim: Claim) -> None:
         self._consumer = consumer
         self._claim = claim
+        self._freed = False
 
     @property
     def envelope(self) -> Envelope:
@@ -74,7 +100,7 @@ class PgDelivery:
         try:
             await self._consumer.completer.ack(envelope.job_id, envelope.attempt)
         finally:
-            self._consumer.settled(self)
+            self._free()
 
     async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
         await self._reschedule(envelope, delay, error)
@@ -97,7 +123,7 @@ class PgDelivery:
                 error=None if error is None else storable(error),
             )
         finally:
-            consumer.settled(self)
+            self._free()
         consumer.wake_after(seconds)
 
     async def dead_letter(self, reason: str) -> None:
@@ -106,14 +132,19 @@ class PgDelivery:
                 self.row_id, self._claim.envelope.attempt, storable(reason)
             )
         finally:
-            self._consumer.settled(self)
+            self._free()
 
     async def release(self) -> None:
         try:
             await self._consumer.completer.release(self.row_id, self._claim.envelope.attempt)
         finally:
-            self._consumer.settled(self)
+            self._free()
         self._consumer.poke()
+
+    def _free(self) -> None:
+        if not self._freed:
+            self._freed = True
+            self._consumer.settled(self)
 
 
 def storable(text: str) -> str:
@@ -143,6 +174,8 @@ class PgConsumer:
         self._timer: asyncio.TimerHandle | None = None
         self._suspect: PgDelivery | None = None
         self._due_unknown = False
+        self._slots: Slots | None = None
+        self._unwatch: Callable[[], None] | None = None
         # Half the prefetch per claim: the next claim is on the wire while the handlers of the
         # previous one run, so the database and the handlers overlap instead of taking turns.
         self._claim_batch = max(1, config.prefetch // 2)
@@ -167,6 +200,16 @@ class PgConsumer:
         self._timer = None
         self.poke()
 
+    def share_slots(self, slots: Slots) -> None:
+        """Claim only for free ``slots`` from now on: each delivery handed out holds one,
+        which the worker frees when its run ends."""
+        self._slots = slots
+        self._unwatch = slots.watch(self._slot_freed)
+
+    def _slot_freed(self) -> None:
+        if self._maybe_more:
+            self._event.set()
+
     def settled(self, delivery: PgDelivery) -> None:
         """A delivery of this consumer was settled: a slot is free."""
         self._unsettled -= 1
@@ -184,14 +227,32 @@ class PgConsumer:
                 return None
             free = self.config.prefetch - self._unsettled
             if self._maybe_more and free > 0 and self._suspect is None:
-                await self._claim(min(free, self._claim_batch))
-                continue
+                if await self._claim_for_slots(min(free, self._claim_batch)):
+                    continue
             if self._due_unknown:
                 await self._schedule_due()
                 continue
             await self._wait()
 
-    async def _claim(self, limit: int) -> None:
+    async def _claim_for_slots(self, limit: int) -> bool:
+        """Claim up to ``limit`` rows, no more than the free slots (taken first, those the
+        claim did not fill given back); false when no slot is free (nothing was claimed)."""
+        slots = self._slots
+        if slots is None:
+            await self._claim(limit)
+            return True
+        taken = slots.take(limit)
+        if not taken:
+            return False
+        claimed = 0
+        try:
+            claimed = await self._claim(taken)
+        finally:
+            if taken > claimed:
+                slots.give(taken - claimed)
+        return True
+
+    async def _claim(self, limit: int) -> int:
         self._event.clear()
         pokes = self._pokes
         links = self._links
@@ -199,7 +260,7 @@ class PgConsumer:
         if claims is None:  # the database is down: retry soon, or on reconnect
             self._maybe_more = self._pokes != pokes
             self.wake_after(min(1.0, links.poll_interval))
-            return
+            return 0
         self._unsettled += len(claims)
         self.completer.hold([claim.envelope.job_id for claim in claims])
         for claim in claims:
@@ -213,6 +274,7 @@ class PgConsumer:
             # When the next row falls due is asked only once what was claimed is handed out:
             # the round trip then overlaps the handlers instead of delaying them.
             self._due_unknown = True
+        return len(claims)
 
     async def _schedule_due(self) -> None:
         self._due_unknown = False
@@ -230,6 +292,8 @@ class PgConsumer:
 
     async def stop(self) -> None:
         self._stopped = True
+        if self._unwatch is not None:
+            self._unwatch()
         if self._timer is not None:
             self._timer.cancel()
         self._event.set()
