@@ -149,6 +149,19 @@ CREATE TRIGGER refuse_failing BEFORE UPDATE ON {table} FOR EACH ROW
 """
 
 
+REFUSE_SUCCESS_OF_13 = """
+CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.status = 'done' AND NEW.payload->>'n' = '13' THEN
+        RAISE EXCEPTION 'job 13 may not succeed';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER refuse_success BEFORE UPDATE ON {table} FOR EACH ROW
+    EXECUTE FUNCTION {function}();
+"""
+
+
 async def refuse(url: str, schema: str, ddl: str) -> None:
     await execute(
         url,
@@ -206,3 +219,27 @@ async def test_when_the_dead_letter_is_refused_too_the_row_is_left_to_its_lease(
         await task
     assert (status, attempts, redeliveries) == ("running", 1, 0), "not handed back to run again"
     assert seen.events[:2] == [("not recorded", "retried"), ("not recorded", "dead")]
+
+
+async def test_a_refused_success_fails_only_its_own_row_of_a_batch(
+    backend: PostgresBackend, database_url: str
+) -> None:
+    schema = backend.statements.schema
+    await refuse(database_url, schema, REFUSE_SUCCESS_OF_13)
+    producer = await Producer.create(RefQueues, backend)
+    await producer.enqueue_many([Step(n=n) for n in range(30)])
+    seen = Seen()
+    worker = Worker(RefQueues, backend, middleware=[seen], concurrency=30)
+
+    @worker.handler(Step)
+    async def handle(job: Step, ctx: JobContext) -> None:
+        await asyncio.sleep(0.05)  # the acks arrive together: one batch statement
+
+    await run_until_settled(worker, seen, 30)
+    rows = await message_rows(database_url, schema)
+    assert {n for n, row in rows.items() if row[0] == "done"} == set(range(30)) - {13}
+    status, attempts, _, error = rows[13]
+    assert (status, attempts) == ("failed", 1)
+    assert error is not None and error.startswith("could not record the success: PostgreSQL: ")
+    assert "job 13 may not succeed" in error
+    assert worker.settle_failures == 1

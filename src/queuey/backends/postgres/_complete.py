@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
-from queuey.backends.postgres._acks import AckBatch, lost_claim
+from queuey.backends.postgres._acks import AckBatch, LostClaimError, lost_claim
 from queuey.backends.postgres._errors import DatabaseUnavailableError, RefusedError
 from queuey.backends.postgres._store import Store
 from queuey.errors import BackendError
@@ -57,6 +57,7 @@ class Completer:
         self.held: set[str] = set()
         self._store = store
         self._acks = AckBatch(self._record_acks)
+        self._refused: dict[str, RefusedError] = {}
 
     def hold(self, row_ids: Iterable[str]) -> None:
         """Rows just claimed: keep their leases alive until they are settled."""
@@ -66,11 +67,28 @@ class Completer:
         """Record the success of ``row_id``'s run ``attempts`` (batched with other acks)."""
         try:
             await self._acks.ack(row_id, attempts)
+        except LostClaimError:
+            refusal = self._refused.pop(row_id, None)
+            if refusal is not None:
+                raise refusal from None
+            raise
         finally:
+            self._refused.pop(row_id, None)
             self.held.discard(row_id)
 
     async def _record_acks(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
-        lost = await landed(lambda: self._store.ack(ids, attempts))
+        """The ids of the batch recorded. A batch the database refuses is recorded row by row,
+        so only the rows it refuses fail (with their ``RefusedError``)."""
+        try:
+            lost = await landed(lambda: self._store.ack(ids, attempts))
+        except RefusedError as exc:
+            if len(ids) == 1:
+                self._refused[ids[0]] = exc
+                return set()
+            recorded: set[str] = set()
+            for row_id, attempt in zip(ids, attempts, strict=True):
+                recorded |= await self._record_acks([row_id], [attempt])
+            return recorded
         return {row_id for row_id in ids if row_id not in lost}
 
     async def reschedule(
