@@ -1,10 +1,11 @@
 """queuey: typed background jobs and topics for asyncio, on PostgreSQL, RabbitMQ or in memory.
 
 The public names are re-exported here; the PostgreSQL and RabbitMQ backends are imported from
-``queuey.backends.postgres`` and ``queuey.backends.rabbitmq``.
+``queuey.backends.postgres`` and ``queuey.backends.rabbitmq``, the synchronous producer from
+``queuey.sync``.
 """
 
-from queuey.backends.base import Backend, Consumer, Delivery
+from queuey.backends.base import Backend, CancelResult, Consumer, Delivery
 from queuey.backends.memory import MemoryBackend
 from queuey.durations import Duration, parse_delay, parse_duration
 from queuey.envelope import Envelope, MalformedEnvelopeError
@@ -15,6 +16,8 @@ from queuey.errors import (
     DuplicateHandlerError,
     Fatal,
     HandlerSignal,
+    NotSupportedError,
+    PayloadError,
     QueueyError,
     Retry,
     SchemaError,
@@ -33,6 +36,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "Backoff",
+    "CancelResult",
     "ConfigError",
     "Consumer",
     "DEFAULT_MAX_PRIORITY",
@@ -47,6 +51,8 @@ __all__ = [
     "JobContext",
     "MalformedEnvelopeError",
     "MemoryBackend",
+    "NotSupportedError",
+    "PayloadError",
     "Producer",
     "Queue",
     "QueueConfig",

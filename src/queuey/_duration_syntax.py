@@ -13,10 +13,21 @@ import math
 import re
 from datetime import timedelta
 
-__all__ = ["Duration", "to_delay", "to_timedelta"]
+__all__ = ["MAX_DURATION", "Duration", "to_delay", "to_timedelta"]
 
 Duration = str | float | int | timedelta
 """What a duration may be given as: a string with a unit, a ``timedelta``, or seconds."""
+
+MAX_DURATION = timedelta(days=3650)
+"""The longest duration or delay queuey takes anywhere: 3650 days (about 10 years).
+
+Every declared duration (``message_ttl``, retry ``delay``/``base``/``max``, ``job_timeout``,
+``lease``, ``poll_interval``...) and every runtime delay (``enqueue_after``, ``defer``,
+``Defer``, ``enqueue_many(delay=)``) is at most this, so no clock arithmetic of a backend
+overflows (PostgreSQL's ``now() + interval``, a ``datetime`` read back by psycopg, the event
+loop's timers). A backend may hold less: ``Backend.max_delay`` (RabbitMQ: about 24.8 days).
+"""
+_TOO_LONG = "longer than the longest duration queuey takes (3650 days, about 10 years)"
 
 _PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
@@ -27,12 +38,15 @@ def to_timedelta(value: object) -> timedelta:
 
     Raises:
         ValueError: ``value`` is not a duration (a bool, a non-finite number, a string that
-            does not parse, anything else), or is too long for a ``timedelta``.
+            does not parse, anything else), or is longer than ``MAX_DURATION`` either way.
     """
     try:
-        return _convert(value)
+        result = _convert(value)
     except OverflowError:
-        raise ValueError(f"{value!r} is too long a duration") from None
+        raise ValueError(f"{value!r} is {_TOO_LONG}") from None
+    if not -MAX_DURATION <= result <= MAX_DURATION:
+        raise ValueError(f"{value!r} is {_TOO_LONG}")
+    return result
 
 
 def to_delay(value: object) -> timedelta:

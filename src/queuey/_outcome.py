@@ -23,6 +23,7 @@ __all__ = [
     "EXHAUSTED",
     "MAX_TEXT_BYTES",
     "Ack",
+    "Cancelled",
     "DeadLetter",
     "DeferFor",
     "Outcome",
@@ -44,6 +45,7 @@ class OutcomeKind(Enum):
     RETRIED = "retried"
     DEFERRED = "deferred"
     DEAD = "dead"
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +103,20 @@ class DeadLetter:
         return self.reason
 
 
-Outcome = Ack | RetryAfter | DeferFor | DeadLetter
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """The job was cancelled while it ran: the backend already records it as cancelled (a
+    terminal state, never retried); the delivery is only freed."""
+
+    kind: ClassVar[OutcomeKind] = OutcomeKind.CANCELLED
+
+    @property
+    def text(self) -> str:
+        """Always ``"cancelled"``."""
+        return "cancelled"
+
+
+Outcome = Ack | RetryAfter | DeferFor | DeadLetter | Cancelled
 """Every outcome has ``kind`` (an ``OutcomeKind``) and ``text`` (the error or reason, ``""`` on
 success)."""
 

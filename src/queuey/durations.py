@@ -4,16 +4,19 @@
 ``parse_duration`` is for declarations (queue and job options, timeouts), where zero is refused;
 ``parse_delay`` is for runtime delays, where zero means "now" (DESIGN §2). The syntax itself is
 ``_duration_syntax``'s, shared with ``Defer``.
+
+Nothing longer than ``MAX_DURATION`` (3650 days, about 10 years) is taken, as a declaration or
+as a delay; a backend may hold less (``Backend.max_delay``), which the producer checks.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from queuey._duration_syntax import Duration, to_delay, to_timedelta
+from queuey._duration_syntax import MAX_DURATION, Duration, to_delay, to_timedelta
 from queuey.errors import ConfigError
 
-__all__ = ["Duration", "parse_delay", "parse_duration"]
+__all__ = ["MAX_DURATION", "Duration", "parse_delay", "parse_duration"]
 
 
 def parse_duration(value: Duration, what: str = "duration") -> timedelta:
@@ -28,7 +31,8 @@ def parse_duration(value: Duration, what: str = "duration") -> timedelta:
         The duration as a ``timedelta``.
 
     Raises:
-        ConfigError: the value does not parse, or is zero or negative.
+        ConfigError: the value does not parse, is zero or negative, or is longer than
+            ``MAX_DURATION``.
     """
     try:
         result = to_timedelta(value)
@@ -43,7 +47,8 @@ def parse_delay(value: Duration, what: str = "delay") -> timedelta:
     """Parse a runtime delay: like ``parse_duration``, but zero is allowed and means now.
 
     Raises:
-        ConfigError: the value does not parse or is negative.
+        ConfigError: the value does not parse, is negative, or is longer than
+            ``MAX_DURATION``.
     """
     try:
         return to_delay(value)

@@ -115,9 +115,13 @@ class Envelope(BaseModel):
         """Decode JSON bytes.
 
         Raises:
-            MalformedEnvelopeError: not JSON, or a required field missing or out of range.
+            MalformedEnvelopeError: not JSON, or a required field missing or out of range; the
+                message says what (``"malformed envelope: job_id: Field required"``).
         """
         try:
             return cls.model_validate_json(data)
         except ValidationError as exc:
-            raise MalformedEnvelopeError(f"malformed envelope: {exc.errors()[0]['msg']}") from exc
+            error = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(part) for part in error["loc"])
+            what = f"{where}: {error['msg']}" if where else error["msg"]
+            raise MalformedEnvelopeError(f"malformed envelope: {what}") from exc

@@ -4,10 +4,12 @@ The tree::
 
     QueueyError
     ├── ConfigError            a declaration or configuration is invalid (names the attribute/key)
+    ├── PayloadError           a job or topic payload is not JSON every backend stores alike
     ├── SchemaError            the database schema is older than this version needs
     ├── BackendError           the transport failed (connection lost, query failed, broker refused)
     │   └── UnknownQueueError  an operation named a queue this backend never declared
     ├── ShutDownError          the backend or worker is closed
+    ├── NotSupportedError      this backend cannot do that (cancel on RabbitMQ, ...)
     └── DuplicateHandlerError  two handlers registered for one job type
 
     HandlerSignal              raised by a handler to choose its outcome (not an error of ours)
@@ -31,6 +33,8 @@ __all__ = [
     "DuplicateHandlerError",
     "Fatal",
     "HandlerSignal",
+    "NotSupportedError",
+    "PayloadError",
     "QueueyError",
     "Retry",
     "SchemaError",
@@ -45,6 +49,32 @@ class QueueyError(Exception):
 
 class ConfigError(QueueyError, ValueError):
     """A declaration or configuration value is invalid; the message names the offending one."""
+
+
+class PayloadError(QueueyError, ValueError):
+    """A job or topic payload that is not JSON every backend stores and gives back alike; it
+    is refused before anything is written.
+
+    The message names what was being enqueued or published and where in it the value sits::
+
+        job type 'app.SendEmail': SendEmail.items[3].price is NaN, which is not JSON
+        topic 'order.paid': payload.name has a lone surrogate ('\\ud800' at 4), which is not JSON
+
+    Attributes:
+        subject: ``"job type 'app.SendEmail'"`` or ``"topic 'order.paid'"``.
+        path: where the value is: the job class and its field (``SendEmail.items[3].price``),
+            or ``payload`` and the way into it (``payload.items[0]``).
+        problem: what is wrong with it.
+    """
+
+    def __init__(self, subject: str, path: str, problem: str) -> None:
+        super().__init__(f"{subject}: {path} {problem}")
+        self.subject = subject
+        self.path = path
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[type[PayloadError], tuple[str, str, str]]:
+        return PayloadError, (self.subject, self.path, self.problem)
 
 
 class SchemaError(QueueyError):
@@ -65,6 +95,11 @@ class UnknownQueueError(BackendError):
 
 class ShutDownError(QueueyError):
     """The backend or worker is shut down."""
+
+
+class NotSupportedError(QueueyError):
+    """This backend cannot do what was asked (e.g. cancel a queued message on RabbitMQ, or
+    open a handler transaction off PostgreSQL); the message says what and why."""
 
 
 class DuplicateHandlerError(QueueyError):
@@ -103,7 +138,8 @@ class Defer(HandlerSignal):
         reason: free text for the log, "deferred" by default.
 
     Raises:
-        ConfigError: if ``delay`` does not parse or is negative.
+        ConfigError: if ``delay`` does not parse, is negative, or is longer than
+            ``queuey.durations.MAX_DURATION`` (3650 days).
     """
 
     def __init__(self, delay: str | float | timedelta, reason: str = "deferred") -> None:

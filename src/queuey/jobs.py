@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from queuey._run_scope import RunControls, RunScope
 from queuey._validation import Site, check_str, shown
 from queuey.errors import ConfigError
 from queuey.queues import Queue, QueueSet
@@ -128,8 +129,11 @@ def _declared_set(cls: type[Job[Any]]) -> type[QueueSet] | None:
 
 
 @dataclass(frozen=True)
-class JobContext:
-    """What a handler knows about the delivery it is handling.
+class JobContext(RunControls):
+    """What a handler knows about the delivery it is handling, and what it may ask of it:
+    ``cancelled`` / ``await cancellation()`` (the job was cancelled while it runs: stop at a
+    safe point) and ``transaction()`` (PostgreSQL: commit the handler's writes and the job's
+    completion together).
 
     Attributes:
         job_id: the job's id (a UUID string), stable across retries and deferrals.
@@ -144,6 +148,7 @@ class JobContext:
         headers: string headers from the envelope (trace context).
         redeliveries: runs of this job that ended with a lost worker (they spend no attempt
             of the retry policy).
+        run_scope: the run's controls (set by the worker; ``None`` in a context built by hand).
     """
 
     job_id: str
@@ -157,6 +162,7 @@ class JobContext:
     age: timedelta
     headers: dict[str, str] = field(default_factory=dict)
     redeliveries: int = 0
+    run_scope: RunScope | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_last_attempt(self) -> bool:

@@ -1,24 +1,29 @@
 """``Producer[Q]``: enqueues jobs of one ``QueueSet`` through a backend.
 
 ``enqueue`` accepts only ``Job[Q]`` instances, so ``mypy --strict`` rejects a job of another
-queue set; the same check runs at runtime (``TypeError``) before anything is published.
+queue set; the same check runs at runtime (``TypeError``) before anything is published. The
+envelope building is ``ProducerBase``'s, shared with the sync twin ``queuey.sync.Producer``.
+
+Before anything is written, every enqueue also checks that each job's payload is JSON every
+backend stores alike (``_payload``: a ``PayloadError`` naming the job type and the field) and
+that a delay is one the backend can hold (a ``ConfigError`` naming it: at most
+``Backend.max_delay``, itself at most ``MAX_DURATION``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
-from typing import Any, Generic
+from typing import Any
 
-from queuey.backends.base import Backend
-from queuey.durations import Duration, parse_delay
-from queuey.envelope import Envelope
+from queuey._runtime.producer_base import ProducerBase
+from queuey.backends.base import Backend, CancelResult
+from queuey.durations import Duration
 from queuey.jobs import Job, Q
 
 __all__ = ["Producer"]
 
 
-class Producer(Generic[Q]):
+class Producer(ProducerBase[Q]):
     """Enqueues jobs of ``queue_set``. Build with ``await Producer.create(...)`` (declares every
     queue of the set) or ``Producer.undeclared(...)`` (declares nothing)."""
 
@@ -42,65 +47,42 @@ class Producer(Generic[Q]):
         """A producer that declares nothing (on RabbitMQ it cannot ``defer``)."""
         return cls(queue_set, backend)
 
-    def _target(self, job_type: type[Any]) -> tuple[str, str]:
-        """``(job name, queue name)`` of a job class of this producer's set.
-
-        Raises:
-            TypeError: ``job_type`` is not a job of this producer's queue set.
-        """
-        if not (isinstance(job_type, type) and issubclass(job_type, Job)) or (
-            job_type.job_queue().queue_set is not self.queue_set
-        ):
-            owner = getattr(getattr(job_type, "__queuey_queue__", None), "queue_set", None)
-            raise TypeError(
-                f"{job_type.__qualname__} belongs to "
-                f"{getattr(owner, '__name__', 'no queue set')}, not {self.queue_set.__name__}"
-            )
-        return job_type.job_name(), job_type.job_queue().name
-
-    def _envelope(self, job: Job[Q], priority: int = 0) -> Envelope:
-        name, queue = self._target(type(job))
-        return Envelope.new(name, queue, job.model_dump(mode="json"), priority=priority)
-
-    def _envelopes(self, jobs: Sequence[Job[Q]]) -> list[Envelope]:
-        """One envelope per job, each job class checked and resolved once per call."""
-        targets: dict[type[Any], tuple[str, str]] = {}
-        envelopes = []
-        for job in jobs:
-            job_type = type(job)
-            target = targets.get(job_type)
-            if target is None:
-                target = targets[job_type] = self._target(job_type)
-            envelopes.append(Envelope.new(target[0], target[1], job.model_dump(mode="json")))
-        return envelopes
-
-    async def enqueue(self, job: Job[Q], *, connection: Any = None) -> str:
-        """Enqueue ``job`` for now at priority 0; returns its job id (a UUID string).
+    async def enqueue(self, job: Job[Q], *, priority: int = 0, connection: Any = None) -> str:
+        """Enqueue ``job`` for now; returns its job id (a UUID string).
 
         Args:
             job: a job of this producer's queue set.
+            priority: ``0..max_priority`` of its queue (default 0); higher is delivered first.
             connection: (PostgreSQL) the caller's psycopg ``AsyncConnection``; the job then
                 commits or rolls back with the caller's transaction.
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
+            ValueError: ``priority`` is out of its queue's range (the message names both).
+            PayloadError: a field is not JSON every backend stores alike (NaN, a lone
+                surrogate...); nothing was enqueued.
             BackendError: the backend refused it; nothing was enqueued.
         """
-        envelope = self._envelope(job)
+        envelope = self._envelope(job, priority)
         await self.backend.publish([envelope], connection=connection)
         return envelope.job_id
 
-    async def enqueue_after(self, job: Job[Q], delay: Duration, *, connection: Any = None) -> str:
+    async def enqueue_after(
+        self, job: Job[Q], delay: Duration, *, priority: int = 0, connection: Any = None
+    ) -> str:
         """Enqueue ``job`` to be delivered after ``delay`` (string, ``timedelta`` or seconds;
-        0 = now) at priority 0. Returns its job id.
+        0 = now) at ``priority`` (as for ``enqueue``). Returns its job id.
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
-            ConfigError: ``delay`` does not parse or is negative.
+            ValueError: ``priority`` is out of its queue's range.
+            PayloadError: a field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold (``backend.max_delay``).
             BackendError: the backend refused it.
         """
-        envelope = self._envelope(job)
-        wait = parse_delay(delay, "enqueue_after delay")
+        wait = self._delay(delay, "enqueue_after delay")
+        envelope = self._envelope(job, priority)
         await self.backend.publish([envelope], wait, connection=connection)
         return envelope.job_id
 
@@ -110,11 +92,14 @@ class Producer(Generic[Q]):
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
+            PayloadError: a field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold (``backend.max_delay``).
             UnknownQueueError: (RabbitMQ) the queue was never declared by this backend.
         """
-        top = type(job).job_queue().config.top_priority if isinstance(job, Job) else 0
-        envelope = self._envelope(job, priority=top)
-        await self.backend.defer(envelope, parse_delay(delay, "defer delay"))
+        wait = self._delay(delay, "defer delay")
+        envelope = self._deferred(job)
+        await self.backend.defer(envelope, wait)
         return envelope.job_id
 
     async def enqueue_many(
@@ -122,17 +107,38 @@ class Producer(Generic[Q]):
         jobs: Sequence[Job[Q]],
         *,
         delay: Duration | None = None,
+        priority: int = 0,
         connection: Any = None,
     ) -> list[str]:
-        """Enqueue ``jobs`` all or none (one round trip on PostgreSQL); returns their ids in
-        order.
+        """Enqueue ``jobs`` all or none (one round trip on PostgreSQL), each at ``priority``
+        (as for ``enqueue``); returns their ids in order.
 
         Raises:
             TypeError: a job belongs to another queue set (nothing is enqueued).
+            ValueError: ``priority`` is out of a job's queue's range (nothing is enqueued).
+            PayloadError: a job's field is not JSON every backend stores alike (nothing is
+                enqueued).
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold (``backend.max_delay``).
             BackendError: the backend refused them.
         """
-        envelopes = self._envelopes(jobs)
+        wait = self._delay(delay, "enqueue_many delay")
+        envelopes = self._envelopes(jobs, priority)
         if envelopes:
-            wait = None if delay is None else parse_delay(delay, "enqueue_many delay")
-            await self.backend.publish(envelopes, wait or timedelta(0), connection=connection)
+            await self.backend.publish(envelopes, wait, connection=connection)
         return [envelope.job_id for envelope in envelopes]
+
+    async def cancel(self, job_id: str) -> CancelResult:
+        """Cancel job ``job_id`` (of any queue): a pending or scheduled job ends
+        ``cancelled`` and never runs; a running one is told to stop (PostgreSQL: through a
+        NOTIFY to its worker, whose late outcome is then refused) and ends ``cancelled``.
+
+        Returns:
+            ``"cancelled"``, ``"requested"`` (it was running) or ``"not_found"`` (no pending,
+            scheduled or running job has that id).
+
+        Raises:
+            NotSupportedError: (RabbitMQ) a queued message cannot be cancelled.
+            BackendError: the backend failed; nothing changed.
+        """
+        return await self.backend.cancel(job_id)

@@ -21,7 +21,7 @@ from datetime import timedelta
 from enum import Enum
 
 from queuey._validation import NOWHERE, Site, check_bool, check_float, check_int
-from queuey.durations import Duration, parse_delay, parse_duration
+from queuey.durations import MAX_DURATION, Duration, parse_delay, parse_duration
 from queuey.errors import ConfigError
 
 __all__ = ["Backoff", "RetryPolicy"]
@@ -130,6 +130,20 @@ class RetryPolicy:
         """What is wrong with this policy (``"retry base: ..."``), or ``None`` if nothing."""
         return self._problem
 
+    @property
+    def longest_wait(self) -> timedelta:
+        """The longest wait this policy can ask for between two tries (zero when it never
+        retries), which a backend must be able to hold (``Backend.max_delay``).
+
+        Raises:
+            ConfigError: the policy is invalid.
+        """
+        self.check()
+        if self.max_attempts < 2 or self.backoff is Backoff.NONE:
+            return timedelta(0)
+        # the waits grow with the attempt for a factor >= 1 and shrink for a factor < 1
+        return max(self.computed_delay(1), self.computed_delay(self.max_attempts - 1))
+
     def check(self, site: Site = NOWHERE) -> RetryPolicy:
         """Return this policy if it is valid.
 
@@ -202,6 +216,11 @@ def _check_fields(policy: RetryPolicy) -> None:
         value = getattr(policy, name)
         if not isinstance(value, timedelta) or value < timedelta(0):
             raise ConfigError(f"retry {name}: expected a timedelta >= 0, got {value!r}")
+        if value > MAX_DURATION:
+            raise ConfigError(
+                f"retry {name}: {value} is longer than the longest duration queuey takes "
+                "(3650 days, about 10 years)"
+            )
     check_float(policy.factor, "retry factor", positive=True)
     check_bool(policy.jitter, "retry jitter")
     if policy.backoff is Backoff.EXPONENTIAL and policy.base > policy.max:

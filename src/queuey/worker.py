@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Generic, TypeVar
 
+from queuey._runtime.cancellation import CANCEL_GRACE
 from queuey._runtime.engine import Engine
 from queuey._runtime.faces.job import JobFace
 from queuey._runtime.middleware import Middleware, SettledCallback
@@ -52,10 +53,13 @@ class Worker(Engine, Generic[Q]):
         close_backend_on_shutdown: close ``backend`` when ``run`` returns (default false).
         paused: start paused: nothing is pulled until ``resume`` (publishing is unaffected).
         on_settled: called after each recorded outcome with ``(envelope, outcome, text)``,
-            ``outcome`` one of ``"succeeded"``, ``"retried"``, ``"deferred"``, ``"dead"`` and
-            ``text`` the error or reason ("" on success); for metrics. It must not block.
+            ``outcome`` one of ``"succeeded"``, ``"retried"``, ``"deferred"``, ``"dead"``,
+            ``"cancelled"`` and ``text`` the error or reason ("" on success); for metrics. It
+            must not block.
         middleware: ``Middleware`` instances run around each job and told each outcome, after
-            the built-in ones (outcome log, stats, ``on_settled``), in order.
+            the built-in ones (outcome log, stats, cancellation, ``on_settled``), in order.
+        cancel_grace: how long a handler whose job was cancelled while it runs may take to
+            stop on its own (``ctx.cancelled``) before its task is cancelled (default 5 s).
 
     Attributes:
         stats: per queue name, the outcomes this worker observed (``QueueStats``).
@@ -79,8 +83,10 @@ class Worker(Engine, Generic[Q]):
         paused: bool = False,
         on_settled: Callable[[Envelope, str, str], None] | None = None,
         middleware: Sequence[Middleware] = (),
+        cancel_grace: Duration = CANCEL_GRACE,
     ) -> None:
         self.queue_set = queue_set
+        self.cancel_grace = parse_duration(cancel_grace, "cancel_grace")
         self.queues = _select_queues(queue_set, queues)
         self.job_timeout = _duration(job_timeout, "job_timeout")
         self.shutdown_grace = _duration(shutdown_grace, "shutdown_grace")
@@ -98,6 +104,7 @@ class Worker(Engine, Generic[Q]):
             paused=paused,
             middleware=[*own, *middleware],
             thread_name_prefix="queuey-handler",
+            cancel_grace=self.cancel_grace,
         )
 
     def handler(self, job_type: type[Job[Q]]) -> Callable[[H], H]:
@@ -145,6 +152,7 @@ class Worker(Engine, Generic[Q]):
             paused=self.paused,
             on_settled=on_settled,
             middleware=middleware,
+            cancel_grace=self.cancel_grace,
         )
         copy._face.adopt(self._face)
         return copy

@@ -30,7 +30,9 @@ class FilePublisher:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    async def publish(self, topic: str, payload: Any, published_by: str = "") -> Publication:
+    async def publish(
+        self, topic: str, payload: Any, published_by: str = "", *, priority: int = 0
+    ) -> Publication:
         trimmed = topic.strip()
         if not _TOPIC.fullmatch(trimmed):
             raise InvalidTopicError(f"`{trimmed}` is not a topic")

@@ -14,7 +14,9 @@ from queuey.topics.publication import Publication
 
 
 class NullPublisher:
-    async def publish(self, topic: str, payload: object, published_by: str = "") -> Publication:
+    async def publish(
+        self, topic: str, payload: object, published_by: str = "", *, priority: int = 0
+    ) -> Publication:
         return Publication("id-1", topic.strip(), 0)
 
 

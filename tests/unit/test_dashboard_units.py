@@ -85,7 +85,7 @@ def test_a_job_filter_describes_itself_for_the_audit_log() -> None:
         "failed job:emails type=Send text='boom'"
     )
     with pytest.raises(ValueError):
-        JobFilter("cancelled")
+        JobFilter("lost")
 
 
 def test_the_package_ships_its_templates_static_files_and_sql() -> None:

@@ -68,10 +68,13 @@ def test_hold_ttl_is_the_next_step_at_or_above_the_delay(delay_ms: int, step_ms:
     assert delay_ms <= ttl < delay_ms + step_ms
 
 
-def test_ttl_ms_rounds_up_and_clamps() -> None:
+def test_ttl_ms_rounds_up_and_refuses_what_x_message_ttl_cannot_hold() -> None:
     assert topology.ttl_ms(timedelta(microseconds=1500)) == 2
     assert topology.ttl_ms(timedelta(microseconds=1)) == 1
-    assert topology.ttl_ms(timedelta(days=60)) == topology.MAX_TTL_MS
+    assert topology.ttl_ms(timedelta(milliseconds=topology.MAX_TTL_MS)) == topology.MAX_TTL_MS
+    for too_long in (timedelta(milliseconds=topology.MAX_TTL_MS + 1), timedelta(days=60)):
+        with pytest.raises(ConfigError, match="longer than RabbitMQ's x-message-ttl can be"):
+            topology.ttl_ms(too_long)
 
 
 def test_main_arguments() -> None:

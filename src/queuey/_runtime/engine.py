@@ -3,7 +3,8 @@ once: the runner (face + middleware), the consume loop, and the public surface o
 (``stats``, ``dead_letters``, ``settle_failures``, ``in_flight``, ``paused``, ``pause``,
 ``resume``, ``shutdown``).
 
-The middleware chain is ``OutcomeLog`` (first), ``Stats``, then the face's own members (the
+The middleware chain is ``OutcomeLog`` (first), ``Stats``, ``Cancellation`` (each run's
+controls, and stopping a run whose job was cancelled), then the face's own members (the
 worker's ``on_settled``), then the caller's ``middleware``, in order.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 
+from queuey._runtime.cancellation import CANCEL_GRACE, Cancellation
 from queuey._runtime.faces import Face
 from queuey._runtime.loop import ConsumeLoop
 from queuey._runtime.middleware import Middleware, OutcomeLog
@@ -39,6 +41,8 @@ class Engine:
         paused: start paused.
         middleware: the members after the built-in ones, in order.
         thread_name_prefix: names the handler threads.
+        cancel_grace: how long a handler whose job was cancelled may take to stop on its own
+            before its task is cancelled.
 
     Attributes:
         backend: the transport.
@@ -62,6 +66,7 @@ class Engine:
         paused: bool,
         middleware: Sequence[Middleware],
         thread_name_prefix: str,
+        cancel_grace: timedelta = CANCEL_GRACE,
     ) -> None:
         self.backend = backend
         self.concurrency = check_int(concurrency, "concurrency", low=1)
@@ -69,7 +74,8 @@ class Engine:
         counters = Stats(config.name for config in self._configs)
         self.stats: dict[str, QueueStats] = counters.queues
         self.dead_letters: deque[tuple[Envelope, str]] = counters.dead_letters
-        self._runner = Runner(face, [OutcomeLog(face), counters, *middleware])
+        cancellation = Cancellation(cancel_grace)
+        self._runner = Runner(face, [OutcomeLog(face), counters, cancellation, *middleware])
         self._loop = ConsumeLoop(
             backend,
             self._configs,

@@ -53,6 +53,7 @@ LEVELS = {
     OutcomeKind.RETRIED: logging.WARNING,
     OutcomeKind.DEFERRED: logging.INFO,
     OutcomeKind.DEAD: logging.ERROR,
+    OutcomeKind.CANCELLED: logging.WARNING,
 }
 """The log level of each outcome kind, the same on both faces."""
 
@@ -207,7 +208,8 @@ class OutcomeLog(Middleware):
 
 class SettledCallback(Middleware):
     """Calls ``callback(envelope, kind, text)`` after each recorded outcome: ``kind`` is the
-    ``OutcomeKind`` value (``"succeeded"``, ``"retried"``, ``"deferred"``, ``"dead"``) and
+    ``OutcomeKind`` value (``"succeeded"``, ``"retried"``, ``"deferred"``, ``"dead"``,
+    ``"cancelled"``) and
     ``text`` the error or reason (``""`` on success). A raising callback is logged at ERROR
     ("on_settled callback failed")."""
 

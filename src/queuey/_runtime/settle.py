@@ -14,7 +14,15 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter, clean_text
+from queuey._outcome import (
+    Ack,
+    Cancelled,
+    DeadLetter,
+    DeferFor,
+    Outcome,
+    RetryAfter,
+    clean_text,
+)
 from queuey.backends.base import Delivery
 
 __all__ = ["give_up", "refused", "release", "settle", "unrecordable"]
@@ -23,7 +31,8 @@ log = logging.getLogger("queuey.worker")
 
 
 async def settle(delivery: Delivery, outcome: Outcome) -> None:
-    """Record ``outcome`` for ``delivery`` (ack, retry, defer or dead letter).
+    """Record ``outcome`` for ``delivery`` (ack, retry, defer, dead letter, or free a cancelled
+    one).
 
     Raises:
         BackendError: the backend could not record it (the delivery comes again later).
@@ -38,6 +47,8 @@ async def settle(delivery: Delivery, outcome: Outcome) -> None:
             await delivery.defer(envelope, delay)
         case DeadLetter(reason=reason):
             await delivery.dead_letter(reason)
+        case Cancelled():
+            await delivery.cancelled()
 
 
 def refused(error: BaseException) -> bool:

@@ -27,6 +27,7 @@ class QueueStats:
     retried: int = 0
     deferred: int = 0
     dead: int = 0
+    cancelled: int = 0
 
     @property
     def acked(self) -> int:
@@ -44,6 +45,8 @@ class QueueStats:
                 self.deferred += 1
             case OutcomeKind.DEAD:
                 self.dead += 1
+            case OutcomeKind.CANCELLED:
+                self.cancelled += 1
 
 
 QueueStats.__module__ = "queuey.worker"  # its public home, as before the runtime split

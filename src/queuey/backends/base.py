@@ -14,21 +14,36 @@ Semantics every backend honours, proven by ``tests/conformance``:
   ``defer``, or ``dead_letter`` with a reason. A settle that fails raises ``BackendError``; the
   delivery is then redelivered later (at-least-once), never lost.
 - A job whose queue has ``message_ttl`` and was not started in time is dead-lettered "expired".
+- A delay (``publish``, ``defer``, a retry or deferral of a delivery) is at most ``max_delay``;
+  the producer refuses a longer one before anything is written.
 - Queues are keyed by (``kind``, name): a topic never collides with a typed queue of the same
   name. A ``kind="topic"`` envelope with an empty ``job_type`` is recorded as handled (nobody
   subscribes) and never delivered.
+- Within a queue, a higher priority is delivered first (up to the queue's ``max_priority``).
+- ``cancel`` turns a pending or scheduled job into a cancelled one, which is never delivered;
+  a backend that can reach a running job's worker tells it (``Delivery.cancel_requested``).
+
+``SyncBackend`` is the publishing half of ``Backend`` for code without an event loop
+(``queuey.sync.Producer``): the same methods, the same semantics, called synchronously.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
-from typing import Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
 
-__all__ = ["Backend", "Consumer", "Delivery"]
+__all__ = ["Backend", "CancelResult", "Consumer", "Delivery", "SyncBackend"]
+
+CancelResult = Literal["cancelled", "requested", "not_found"]
+"""What ``cancel`` did: ``"cancelled"`` (the job was pending or scheduled and is now cancelled),
+``"requested"`` (it was running: its worker was told, and it ends cancelled), ``"not_found"``
+(no pending, scheduled or running job has this id: unknown, finished or already cancelled)."""
 
 
 class Delivery(Protocol):
@@ -63,6 +78,27 @@ class Delivery(Protocol):
         (graceful shutdown cancelled its handler)."""
         ...
 
+    @property
+    def cancel_requested(self) -> asyncio.Future[None] | None:
+        """Done once the job was cancelled while it runs (``Backend.cancel``); ``None`` when
+        this backend cannot reach a running job (then it never is)."""
+        ...
+
+    async def cancelled(self) -> None:
+        """The handler stopped because the job was cancelled: the backend already records it
+        as cancelled, so only free this delivery (nothing is retried)."""
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        """A database transaction (yielding the driver's connection) in which the handler's
+        writes and this run's success commit together, fenced like every settle; the later
+        ``ack`` then only frees the delivery.
+
+        Raises:
+            NotSupportedError: this backend has no such transaction (only PostgreSQL has).
+        """
+        ...
+
 
 class Consumer(Protocol):
     """A stream of deliveries from one queue, at most ``prefetch`` unsettled at a time."""
@@ -88,9 +124,12 @@ class Backend(Protocol):
     Attributes:
         supports_transactions: ``publish`` accepts the caller's database connection, so an
             enqueue commits or rolls back with the caller's transaction.
+        max_delay: the longest delay this backend can hold a message for, at most
+            ``queuey.durations.MAX_DURATION`` (RabbitMQ: about 24.8 days).
     """
 
     supports_transactions: bool
+    max_delay: timedelta
 
     async def declare(self, queues: Sequence[QueueConfig]) -> None:
         """Make sure ``queues`` exist with these options. Idempotent.
@@ -129,6 +168,16 @@ class Backend(Protocol):
         """
         ...
 
+    async def cancel(self, job_id: str) -> CancelResult:
+        """Cancel job ``job_id``: a pending or scheduled job becomes cancelled (never
+        delivered); a running one's worker is told, where the backend can reach it.
+
+        Raises:
+            NotSupportedError: (RabbitMQ) a queued message cannot be cancelled.
+            BackendError: the backend failed; nothing changed.
+        """
+        ...
+
     def consumer(self, queue: QueueConfig) -> Consumer:
         """A new consumer of ``queue``."""
         ...
@@ -146,4 +195,41 @@ class Backend(Protocol):
 
     async def close(self) -> None:
         """Release connections. Idempotent."""
+        ...
+
+
+class SyncBackend(Protocol):
+    """The publishing half of ``Backend``, called without an event loop (thread-safe).
+
+    Attributes:
+        supports_transactions: ``publish`` accepts the caller's database connection.
+    """
+
+    supports_transactions: bool
+
+    def declare(self, queues: Sequence[QueueConfig]) -> None:
+        """As ``Backend.declare``."""
+        ...
+
+    def publish(
+        self,
+        envelopes: Sequence[Envelope],
+        delay: timedelta | None = None,
+        *,
+        connection: object | None = None,
+    ) -> None:
+        """As ``Backend.publish``; ``connection`` is a synchronous one (psycopg
+        ``Connection``, or Django's ``django.db.connection``)."""
+        ...
+
+    def defer(self, envelope: Envelope, delay: timedelta) -> None:
+        """As ``Backend.defer``."""
+        ...
+
+    def cancel(self, job_id: str) -> CancelResult:
+        """As ``Backend.cancel``."""
+        ...
+
+    def close(self) -> None:
+        """Release connections (and threads). Idempotent."""
         ...

@@ -1,14 +1,15 @@
 """The ``queuey`` command line: thin wrappers that parse arguments and call the library.
 
 The root group and the shared helpers are in ``_root``; commands live beside it: ``_jobs``
-(demo, worker, db migrate), ``_topics`` (run, publish), ``_http`` (serve) and ``_ops`` (status,
-failed). Exit codes: 0 done, 1 nothing found, 2 bad usage, 3 the server cannot be reached.
+(demo, worker, db migrate), ``_topics`` (run, publish), ``_http`` (serve), ``_ops`` (status,
+failed), ``_jobs_cmd`` (jobs cancel, on the ``jobs`` group of ``_jobs_group``) and the
+others. Exit codes: 0 done, 1 nothing found, 2 bad usage, 3 the server cannot be reached.
 Messages never show a DSN password.
 """
 
 from __future__ import annotations
 
-from queuey.cli import _dashboard, _http, _jobs, _ops, _topics
+from queuey.cli import _dashboard, _http, _jobs, _jobs_cmd, _jobs_group, _ops, _topics
 from queuey.cli._root import (
     AMQP_URL,
     EXIT_NOT_FOUND,
@@ -31,6 +32,8 @@ __all__ = [
     "_dashboard",
     "_http",
     "_jobs",
+    "_jobs_cmd",
+    "_jobs_group",
     "_ops",
     "_topics",
     "describe_backend",

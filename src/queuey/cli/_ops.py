@@ -28,7 +28,7 @@ from queuey.cli._root import (
 from queuey.errors import BackendError, QueueyError
 
 if TYPE_CHECKING:
-    from queuey.backends.postgres._admin import Admin, Touched
+    from queuey.backends.postgres._admin import Admin, Stopped, Touched
 
 
 # -- operations: queuey status, queuey failed list|show|retry|discard --------------------------
@@ -37,6 +37,13 @@ _T = TypeVar("_T")
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON (shape in this help).")
 _PIPE_WIDTH = 1000
 _QUEUE = click.option("--queue", help="Only rows of this queue (or topic).")
+_CANCELLED = click.option(
+    "--cancelled", is_flag=True, help="Cancelled rows instead of failed ones (queuey jobs cancel)."
+)
+
+
+def _stopped(cancelled: bool) -> Stopped:
+    return "cancelled" if cancelled else "failed"
 
 
 def _admin(database_url: str | None, schema: str) -> Admin:
@@ -109,19 +116,26 @@ def status_command(database_url: str | None, schema: str, as_json: bool) -> None
 
 @main.group("failed")
 def failed_group() -> None:
-    """Rows that failed for good: list, show, retry or discard them (safe while workers run)."""
+    """Rows that failed for good (or, with --cancelled, cancelled ones): list, show, retry or
+    discard them (safe while workers run)."""
 
 
 @failed_group.command("list")
 @DATABASE_URL
 @SCHEMA
 @_QUEUE
+@_CANCELLED
 @click.option(
     "--limit", type=click.IntRange(min=1), default=100, show_default=True, help="At most N rows."
 )
 @_JSON
 def failed_list(
-    database_url: str | None, schema: str, queue: str | None, limit: int, as_json: bool
+    database_url: str | None,
+    schema: str,
+    queue: str | None,
+    cancelled: bool,
+    limit: int,
+    as_json: bool,
 ) -> None:
     """Failed rows, oldest failure first, with the first line of their last error. Exits 1
     when there are none.
@@ -136,7 +150,8 @@ def failed_list(
     from queuey.cli import _ops_view as view
 
     admin = _admin(database_url, schema)
-    rows = _operate(admin.failed(queue, limit=limit))
+    status = _stopped(cancelled)
+    rows = _operate(admin.failed(queue, limit=limit, status=status))
     where = f" on {queue}" if queue else ""
     if as_json:
         _echo_json(view.failed_json(rows))
@@ -145,7 +160,7 @@ def failed_list(
     if len(rows) == limit:
         click.echo(f"(the first {limit}; pass --limit for more)", err=True)
     if not rows:
-        fail(f"no failed rows{where}", EXIT_NOT_FOUND)
+        fail(f"no {status} rows{where}", EXIT_NOT_FOUND)
 
 
 @failed_group.command("show")
@@ -154,8 +169,8 @@ def failed_list(
 @SCHEMA
 @_JSON
 def failed_show(row_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool) -> None:
-    """One failed row: payload, attempts, redeliveries, timestamps and the last error in full.
-    Exits 1 when there is no such row or it is not failed.
+    """One failed (or cancelled) row: payload, attempts, redeliveries, timestamps and the last
+    error in full. Exits 1 when there is no such row or it is neither.
 
     \b
     --json prints every field: id, kind, queue, job_type, status, priority, attempts,
@@ -168,7 +183,7 @@ def failed_show(row_id: uuid.UUID, database_url: str | None, schema: str, as_jso
     row = _operate(admin.show(row_id))
     if row is None:
         fail(f"no row with id {row_id}", EXIT_NOT_FOUND)
-    if row.status != "failed":
+    if row.status not in ("failed", "cancelled"):
         fail(f"{row.kind} {row_id} on {row.queue} is {row.status}, not failed", EXIT_NOT_FOUND)
     if as_json:
         _echo_json(view.detail_json(row))
@@ -184,33 +199,55 @@ _ALL = click.option("--all", "every", is_flag=True, help="Every failed row (of -
 @_TARGET
 @_ALL
 @_QUEUE
+@_CANCELLED
 @DATABASE_URL
 @SCHEMA
 def failed_retry(
-    row_id: uuid.UUID | None, every: bool, queue: str | None, database_url: str | None, schema: str
+    row_id: uuid.UUID | None,
+    every: bool,
+    queue: str | None,
+    cancelled: bool,
+    database_url: str | None,
+    schema: str,
 ) -> None:
-    """Put failed row ID (or --all of them) back to pending: due now, attempts and
-    redeliveries reset to 0, the last error kept. Exits 1 when nothing was retried."""
+    """Put failed row ID (or --all of them; with --cancelled, cancelled ones) back to
+    pending: due now, attempts and redeliveries reset to 0, the last error kept. Exits 1 when
+    nothing was retried."""
     _check_target(row_id, every)
-    admin = _admin(database_url, schema)
-    work = admin.retry(row_id, queue=queue) if row_id else admin.retry_all(queue=queue)
-    _report(admin, _operate(work), "retry", "retried", row_id, queue)
+    admin, status = _admin(database_url, schema), _stopped(cancelled)
+    work = (
+        admin.retry(row_id, queue=queue, status=status)
+        if row_id
+        else admin.retry_all(queue=queue, status=status)
+    )
+    _report(admin, _operate(work), "retry", "retried", row_id, queue, status)
 
 
 @failed_group.command("discard")
 @_TARGET
 @_ALL
 @_QUEUE
+@_CANCELLED
 @DATABASE_URL
 @SCHEMA
 def failed_discard(
-    row_id: uuid.UUID | None, every: bool, queue: str | None, database_url: str | None, schema: str
+    row_id: uuid.UUID | None,
+    every: bool,
+    queue: str | None,
+    cancelled: bool,
+    database_url: str | None,
+    schema: str,
 ) -> None:
-    """Delete failed row ID (or --all of them). Exits 1 when nothing was discarded."""
+    """Delete failed row ID (or --all of them; with --cancelled, cancelled ones). Exits 1
+    when nothing was discarded."""
     _check_target(row_id, every)
-    admin = _admin(database_url, schema)
-    work = admin.discard(row_id, queue=queue) if row_id else admin.discard_all(queue=queue)
-    _report(admin, _operate(work), "discard", "discarded", row_id, queue)
+    admin, status = _admin(database_url, schema), _stopped(cancelled)
+    work = (
+        admin.discard(row_id, queue=queue, status=status)
+        if row_id
+        else admin.discard_all(queue=queue, status=status)
+    )
+    _report(admin, _operate(work), "discard", "discarded", row_id, queue, status)
 
 
 def _check_target(row_id: uuid.UUID | None, every: bool) -> None:
@@ -227,6 +264,7 @@ def _report(
     done: str,
     row_id: uuid.UUID | None,
     queue: str | None,
+    status: Stopped = "failed",
 ) -> None:
     """Confirm each queue acted on, or say why nothing was and exit 1."""
     from queuey.cli._ops_view import confirmations
@@ -236,10 +274,14 @@ def _report(
             click.echo(line)
         return
     if row_id is None:
-        fail(f"no failed rows to {verb}{f' on {queue}' if queue else ''}", EXIT_NOT_FOUND)
+        fail(f"no {status} rows to {verb}{f' on {queue}' if queue else ''}", EXIT_NOT_FOUND)
     row = _operate(admin.show(row_id))
     if row is None:
         fail(f"no row with id {row_id}", EXIT_NOT_FOUND)
-    if row.status != "failed":
-        fail(f"{row.kind} {row_id} is {row.status}, not failed: nothing to {verb}", EXIT_NOT_FOUND)
+    if row.status != status:
+        fail(
+            f"{row.kind} {row_id} is {row.status}, not {status}: nothing to {verb}"
+            + (" (pass --cancelled)" if row.status == "cancelled" else ""),
+            EXIT_NOT_FOUND,
+        )
     fail(f"{row.kind} {row_id} is on {row.queue}, not {queue}: nothing to {verb}", EXIT_NOT_FOUND)

@@ -135,6 +135,13 @@ def run_command(
 )
 @SCHEMA
 @click.option("--published-by", default="", help="Who publishes (recorded with the message).")
+@click.option(
+    "--priority",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Higher is handled first (0..10).",
+)
 @click.argument("topic")
 @click.argument("payload", default="{}")
 def publish_command(
@@ -142,12 +149,14 @@ def publish_command(
     database_url: str | None,
     schema: str,
     published_by: str,
+    priority: int,
     topic: str,
     payload: str,
 ) -> None:
     """Publish PAYLOAD (JSON, default {}) to TOPIC and print the publication as JSON."""
     from queuey.topics import QueuesConfig, TopicPublisher, load_app_config
     from queuey.topics.config import topic_error
+    from queuey.topics.publisher import TOPIC_MAX_PRIORITY
 
     try:
         app_config = load_app_config(config_path)
@@ -155,6 +164,8 @@ def publish_command(
         fail(str(exc))
     if not QueuesConfig.valid_topic(topic):
         fail(topic_error(topic))
+    if not 0 <= priority <= TOPIC_MAX_PRIORITY:
+        fail(f"--priority: {priority} is out of range 0..{TOPIC_MAX_PRIORITY}")
     try:
         message = json.loads(payload, parse_constant=_refuse_constant)
     except ValueError as exc:  # JSONDecodeError included
@@ -165,7 +176,7 @@ def publish_command(
         backend = await connect_backend(app_config.queues, url, schema=schema)
         try:
             publisher = TopicPublisher(app_config.queues, backend)
-            return await publisher.publish(topic, message, published_by)
+            return await publisher.publish(topic, message, published_by, priority=priority)
         finally:
             await backend.close()
 

@@ -1,4 +1,5 @@
-"""The dashboard's actions (POST): sign in and out; retry and discard a failed job; bulk retry
+"""The dashboard's actions (POST): sign in and out; retry and discard a failed (or cancelled)
+job; cancel a pending or running one; bulk retry
 and discard over a job-list filter; pause and resume a queue or the topic app.
 
 An action is confirmed first: a form without ``confirm=yes`` answers with a page describing
@@ -102,6 +103,7 @@ class Actions:
         handlers: dict[str, Callable[[Caller, dict[str, str]], Awaitable[tuple[str, int]]]] = {
             "retry": self._retry,
             "discard": self._discard,
+            "cancel": self._cancel,
             "bulk-retry": self._bulk_retry,
             "bulk-discard": self._bulk_discard,
             "pause": self._pause,
@@ -128,6 +130,9 @@ class Actions:
 
     async def _discard(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
         return "discard", await self.store.discard(caller.name, job_id=_job_id(form))
+
+    async def _cancel(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
+        return "cancel", await self.store.cancel(caller.name, _job_id(form))
 
     async def _bulk_retry(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
         return "bulk-retry", await self.store.retry(caller.name, where=job_filter(form))

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import timedelta
 
-from queuey.backends.base import Backend, Consumer, Delivery
+from queuey.backends.base import Backend, CancelResult, Consumer, Delivery
 from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
 
@@ -92,6 +92,7 @@ class PausingBackend:
         self.backend = backend
         self.gate = gate
         self.supports_transactions = backend.supports_transactions
+        self.max_delay = backend.max_delay
 
     async def declare(self, queues: Sequence[QueueConfig]) -> None:
         await self.backend.declare(queues)
@@ -107,6 +108,9 @@ class PausingBackend:
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         await self.backend.defer(envelope, delay)
+
+    async def cancel(self, job_id: str) -> CancelResult:
+        return await self.backend.cancel(job_id)
 
     def consumer(self, queue: QueueConfig) -> Consumer:
         return GatedConsumer(self.backend, queue, self.gate)

@@ -4,8 +4,10 @@ Mount it in a Starlette or FastAPI app (``Mount("/hooks", app=publish_app(...))`
 with ``queuey serve``. A request is checked in this order, and the first failing check answers
 (DESIGN §3): 405 not POST; 404 the policy is private; 401 credentials missing, or present and
 invalid (even on a public route); 403 wrong role or organisation class; 413 body over the limit;
-400 body not JSON; 400 not a topic; then 202 with the publication, or 500 when the database
-fails. Every error body is ``{"error": "..."}`` and never quotes a credential.
+400 body not JSON; 400 not a topic (or a priority, from the ``priority`` query parameter or
+the ``X-Queuey-Priority`` header, that is not a whole number in range); then 202 with the
+publication, or 500 when the database fails. Every error body is ``{"error": "..."}`` and
+never quotes a credential.
 
 Whatever follows ``{base}/queues/`` is the topic, so a malformed one (empty, with a slash,
 encoded or not, a newline or another character a topic cannot have) reaches the topic check
@@ -15,6 +17,7 @@ and is a 400 like any other bad topic, never the router's 404.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 
 from starlette.applications import Starlette
@@ -41,7 +44,13 @@ from queuey.http.credentials import CredentialAuthenticator
 from queuey.http.openapi import openapi_document
 from queuey.topics.publication import InvalidTopicError, Publisher
 
-__all__ = ["QUEUE_FAILED", "publish_app"]
+__all__ = ["PRIORITY_HEADER", "QUEUE_FAILED", "publish_app"]
+
+PRIORITY_HEADER = "X-Queuey-Priority"
+"""The request header that may carry a message's priority (the ``priority`` query parameter
+wins when both are given)."""
+
+_WHOLE = re.compile(r"-?[0-9]{1,6}")
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +132,8 @@ class _PublishEndpoint:
         principal = await self._admit(request)
         message = await self._message(request)
         published_by = "" if principal is None else principal.id
-        return await self._record(request.path_params["topic"], message, published_by)
+        topic, priority = request.path_params["topic"], _priority(request)
+        return await self._record(topic, message, published_by, priority)
 
     async def openapi(self, request: Request) -> Response:
         document = openapi_document(self._config, self._access, version=queuey.__version__)
@@ -153,15 +163,32 @@ class _PublishEndpoint:
         except MalformedBodyError as exc:
             raise HTTPException(400, str(exc)) from None
 
-    async def _record(self, topic: str, message: JsonValue, published_by: str) -> Response:
+    async def _record(
+        self, topic: str, message: JsonValue, published_by: str, priority: int
+    ) -> Response:
         try:
-            publication = await self._publisher.publish(topic, message, published_by)
-        except InvalidTopicError as exc:
+            publication = await self._publisher.publish(
+                topic, message, published_by, priority=priority
+            )
+        except (InvalidTopicError, ValueError) as exc:  # a bad topic, then a bad priority
             raise HTTPException(400, str(exc)) from None
         except BackendError as exc:
             logger.error("publishing to topic %r failed: %s", topic, exc)
             raise HTTPException(500, QUEUE_FAILED) from None
         return JSONResponse(publication.as_json(), status_code=202)
+
+
+def _priority(request: Request) -> int:
+    """The message's priority: the ``priority`` query parameter, else the ``X-Queuey-Priority``
+    header, else 0 (its range is checked when it is published).
+
+    Raises:
+        HTTPException: 400 when it is not a whole number.
+    """
+    raw = request.query_params.get("priority") or request.headers.get(PRIORITY_HEADER) or "0"
+    if not _WHOLE.fullmatch(raw.strip()):
+        raise HTTPException(400, f"priority must be a whole number, got {raw[:20]!r}")
+    return int(raw)
 
 
 def _challenge(config: HttpConfig) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from queuey.http.access import AccessPolicy, Level
 from queuey.http.config import HttpConfig
+from queuey.topics.publisher import TOPIC_MAX_PRIORITY
 
 __all__ = ["TOPIC_PATTERN", "openapi_document"]
 
@@ -64,7 +65,24 @@ def _operation(config: HttpConfig, policy: AccessPolicy) -> dict[str, Any]:
                     "it a bad topic (400)"
                 ),
                 "schema": {"type": "string", "pattern": TOPIC_PATTERN},
-            }
+            },
+            {
+                "name": "priority",
+                "in": "query",
+                "required": False,
+                "description": (
+                    "Higher is handled first (default 0); also accepted as the "
+                    "`X-Queuey-Priority` header, which this parameter overrides"
+                ),
+                "schema": {"type": "integer", "minimum": 0, "maximum": TOPIC_MAX_PRIORITY},
+            },
+            {
+                "name": "X-Queuey-Priority",
+                "in": "header",
+                "required": False,
+                "description": "The priority, when the `priority` query parameter is absent",
+                "schema": {"type": "integer", "minimum": 0, "maximum": TOPIC_MAX_PRIORITY},
+            },
         ],
         "requestBody": {"required": False, "content": {"application/json": {"schema": {}}}},
         "responses": _responses(),
@@ -73,7 +91,7 @@ def _operation(config: HttpConfig, policy: AccessPolicy) -> dict[str, Any]:
 
 def _responses() -> dict[str, Any]:
     errors = {
-        "400": "The body is not JSON, or the topic is not a topic",
+        "400": "The body is not JSON, the topic is not a topic, or the priority is out of range",
         "401": "Credentials are missing or invalid",
         "403": "The caller lacks the role or organisation class",
         "413": "The body is larger than the limit",

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from typing import Any
 
-from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter
+from queuey._outcome import Ack, Cancelled, DeadLetter, DeferFor, Outcome, RetryAfter
+from queuey._run_scope import current_run
 from queuey._runtime.invoke import run_handler
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
@@ -34,6 +35,7 @@ def message_context(envelope: Envelope) -> MessageContext:
         subscriber=envelope.job_type,
         attempts=envelope.attempt,
         published_by=envelope.headers.get(PUBLISHED_BY, ""),
+        run_scope=current_run(),
     )
 
 
@@ -103,3 +105,5 @@ class TopicFace:
             case DeadLetter(reason=reason):
                 text = "message failed in %s for the last time (attempt %d); left failed: %s"
                 return text, (where, envelope.attempt, reason)
+            case Cancelled():
+                return "message in %s cancelled while it ran; not retried", (where,)

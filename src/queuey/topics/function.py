@@ -12,10 +12,11 @@ import importlib
 import inspect
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from queuey._run_scope import RunControls, RunScope
 from queuey._runtime.handlers import takes_context
 from queuey._runtime.invoke import is_coroutine_callable
 from queuey.errors import ConfigError
@@ -24,8 +25,10 @@ __all__ = ["Function", "MessageContext", "import_function", "make_function"]
 
 
 @dataclass(frozen=True)
-class MessageContext:
-    """Why a function is running: the message it was handed.
+class MessageContext(RunControls):
+    """Why a function is running: the message it was handed; and, as for a typed job,
+    ``cancelled`` / ``await cancellation()`` and ``transaction()`` (PostgreSQL: commit the
+    function's writes and the message's completion together).
 
     Attributes:
         topic: the topic the message was published to.
@@ -33,6 +36,7 @@ class MessageContext:
         subscriber: the name of the function handling it.
         attempts: 1-based run number (1 on the first try).
         published_by: who published it (a principal id, or ``""``).
+        run_scope: the run's controls (set by the subscriber; ``None`` when built by hand).
     """
 
     topic: str
@@ -40,6 +44,7 @@ class MessageContext:
     subscriber: str
     attempts: int
     published_by: str
+    run_scope: RunScope | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

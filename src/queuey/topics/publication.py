@@ -38,11 +38,18 @@ class Publication:
 class Publisher(Protocol):
     """Anything that publishes to topics."""
 
-    async def publish(self, topic: str, payload: Any, published_by: str = "") -> Publication:
-        """Record ``payload`` once per subscriber of ``topic``, all or nothing.
+    async def publish(
+        self, topic: str, payload: Any, published_by: str = "", *, priority: int = 0
+    ) -> Publication:
+        """Record ``payload`` once per subscriber of ``topic``, all or nothing, at
+        ``priority`` (``0..TOPIC_MAX_PRIORITY``; higher is handled first).
 
         Raises:
             InvalidTopicError: ``topic`` breaks the topic rule; nothing is written.
+            ValueError: ``priority`` is out of range; nothing is written.
+            PayloadError: ``payload`` is not JSON every backend stores alike (NaN, a lone
+                surrogate...); the message names the topic and the path inside the payload;
+                nothing is written.
             BackendError: the database failed; nothing is written.
         """
         ...

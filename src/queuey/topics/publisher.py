@@ -5,25 +5,36 @@ Each subscriber gets its own envelope (``kind="topic"``, ``queue`` = the topic, 
 the function), so each has its own retries. A topic nobody subscribes to is still recorded: one
 envelope with an empty ``job_type``, which backends keep as handled and never deliver, so "why
 didn't my handler run?" has an answer.
+
+The payload is checked like a typed job's (``_payload``): JSON that every backend stores alike,
+or a ``PayloadError`` naming the topic and the path inside the payload, before anything is
+written. What is recorded is the value that JSON reads back as (a tuple is a list, an int key a
+string), so every backend hands subscribers the same payload.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
+from queuey._payload import topic_payload
+from queuey._runtime.producer_base import check_priority
 from queuey.backends.base import Backend
 from queuey.envelope import Envelope
+from queuey.queues import DEFAULT_MAX_PRIORITY, QueueConfig
 from queuey.topics.config import QueuesConfig, topic_error
 from queuey.topics.publication import InvalidTopicError, Publication
 
-__all__ = ["PUBLISHED_BY", "TopicPublisher"]
+__all__ = ["PUBLISHED_BY", "TOPIC_MAX_PRIORITY", "TopicPublisher"]
 
 log = logging.getLogger("queuey.topics")
 
 PUBLISHED_BY = "published_by"
 """The envelope header carrying who published a topic message."""
+
+TOPIC_MAX_PRIORITY = DEFAULT_MAX_PRIORITY
+"""The highest priority a topic message may be published with (PostgreSQL and memory hand a
+topic's messages out by priority; topic queues are not RabbitMQ priority queues)."""
 
 
 class TopicPublisher:
@@ -44,6 +55,7 @@ class TopicPublisher:
         payload: Any,
         published_by: str = "",
         *,
+        priority: int = 0,
         connection: object | None = None,
     ) -> Publication:
         """Record ``payload`` once per subscriber of ``topic``, in one ``backend.publish``.
@@ -52,8 +64,10 @@ class TopicPublisher:
 
         Args:
             topic: the topic; trimmed, then 1..200 letters, digits, ``. _ - :``.
-            payload: any JSON value.
+            payload: any JSON value every backend stores alike: no NaN or infinity, no lone
+                surrogate, integers of at most 640 digits, at most 100 levels deep.
             published_by: who publishes (a principal id), ``""`` for the app itself.
+            priority: ``0..TOPIC_MAX_PRIORITY`` (default 0); higher is handled first.
             connection: (PostgreSQL) the caller's psycopg ``AsyncConnection``; the messages then
                 commit or roll back with the caller's transaction.
 
@@ -63,15 +77,24 @@ class TopicPublisher:
 
         Raises:
             InvalidTopicError: ``topic`` breaks the topic rule; nothing is written.
-            TypeError: ``payload`` is not JSON-serialisable or ``published_by`` not a string.
+            ValueError: ``priority`` is out of range (the message names the topic and the
+                range); nothing is written.
+            PayloadError: ``payload`` is not JSON every backend stores alike; the message
+                names the topic and the path (``payload.items[0]``); nothing is written.
+            TypeError: ``published_by`` is not a string or ``priority`` not an int.
             BackendError: the backend failed; nothing is written.
         """
         name = _checked_topic(topic)
-        _check_payload(payload, published_by)
+        check_priority(priority, QueueConfig(name, kind="topic", max_priority=TOPIC_MAX_PRIORITY))
+        if not isinstance(published_by, str):
+            raise TypeError(f"published_by must be a string, got {type(published_by).__name__}")
+        payload = topic_payload(payload, name)
         subscribers = self.config.subscribers(name)
         headers = {PUBLISHED_BY: published_by}
         envelopes = [
-            Envelope.new(subscriber, name, payload, headers=headers, kind="topic")
+            Envelope.new(
+                subscriber, name, payload, priority=priority, headers=headers, kind="topic"
+            )
             for subscriber in subscribers or ("",)
         ]
         await self.backend.publish(envelopes, connection=connection)
@@ -90,12 +113,3 @@ def _checked_topic(topic: object) -> str:
     if not QueuesConfig.valid_topic(topic):
         raise InvalidTopicError(topic_error(topic))
     return topic.strip()
-
-
-def _check_payload(payload: object, published_by: object) -> None:
-    if not isinstance(published_by, str):
-        raise TypeError(f"published_by must be a string, got {type(published_by).__name__}")
-    try:
-        json.dumps(payload, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"the payload is not JSON: {exc}") from None

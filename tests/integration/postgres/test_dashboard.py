@@ -259,3 +259,40 @@ async def test_a_list_pages_by_keyset_and_a_filter_says_how_far_it_read(
     assert "older rows may match too" in filtered.text
     assert '<td class="error">needle</td>' not in filtered.text
     assert '<td class="error">needle</td>' in found.text
+
+
+async def test_cancel_a_pending_job_then_retry_it(
+    store: PgDashboardStore, ids: dict[str, str], database_url: str, pg_schema: str
+) -> None:
+    async with client(dashboard(store)) as http:
+        await sign_in(http, ADMIN_KEY)
+        page = await http.get(f"{BASE}/jobs/{ids['pending']}")
+        form = {"id": ids["pending"], "csrf": csrf_of(page.text), "confirm": "yes"}
+        cancelled = await http.post(f"{BASE}/actions/cancel", data=form)
+        status_after_cancel = await status_of(database_url, pg_schema, ids["pending"])
+        listed = await http.get(f"{BASE}/jobs?status=cancelled")
+        again = await http.post(f"{BASE}/actions/cancel", data=form)
+        retried = await http.post(f"{BASE}/actions/retry", data=form)
+    assert 'data-action="cancel"' in page.text
+    assert (cancelled.status_code, again.status_code, retried.status_code) == (303, 303, 303)
+    assert status_after_cancel == "cancelled" and ids["pending"] in listed.text
+    assert await status_of(database_url, pg_schema, ids["pending"]) == "pending"
+    assert [(e.action, e.job_id, e.count) for e in await store.audit()] == [
+        ("retry", ids["pending"], 1),
+        ("cancel", ids["pending"], 0),
+        ("cancel", ids["pending"], 1),
+    ]
+
+
+async def test_a_viewer_cannot_cancel(
+    store: PgDashboardStore, ids: dict[str, str], database_url: str, pg_schema: str
+) -> None:
+    async with client(dashboard(store)) as http:
+        await sign_in(http, OPS_KEY)
+        page = await http.get(f"{BASE}/jobs/{ids['pending']}")
+        refused = await http.post(
+            f"{BASE}/actions/cancel",
+            data={"id": ids["pending"], "csrf": csrf_of(page.text), "confirm": "yes"},
+        )
+    assert "data-action" not in page.text and refused.status_code == 403
+    assert await status_of(database_url, pg_schema, ids["pending"]) == "pending"

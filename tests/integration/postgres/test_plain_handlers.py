@@ -64,7 +64,9 @@ async def test_a_plain_handler_outliving_the_grace_never_runs_twice_at_once(
     async with await PostgresBackend.connect(database_url, schema=pg_schema) as backend:
         producer = await Producer.create(ThreadQueues, backend)
         await producer.enqueue(Nap(n=1, sleep_ms=4000))
-    first = WorkerProcess(database_url, pg_schema, concurrency=2, grace="500ms").start()
+    # A lease long enough that a loaded machine's process exit never outlasts it.
+    first = WorkerProcess(database_url, pg_schema, concurrency=2, grace="500ms", lease="3s")
+    first.start()
     second = WorkerProcess(database_url, pg_schema, concurrency=2)
     try:
 

@@ -2,9 +2,9 @@
 job's ``n``, the process, the attempt, and when the run started and ended (the database's
 clock; ``ended`` stays NULL for a run that never finished).
 
-Usage: ``python -m tests.integration.postgres.threads_app URL SCHEMA CONCURRENCY GRACE``
-(``GRACE`` is the worker's ``shutdown_grace``, "none" for no limit). A job sleeps ``sleep_ms``
-in its thread. Prints "ready" once connected.
+Usage: ``python -m tests.integration.postgres.threads_app URL SCHEMA CONCURRENCY GRACE LEASE``
+(``GRACE`` is the worker's ``shutdown_grace``, "none" for no limit; ``LEASE`` the backend's).
+A job sleeps ``sleep_ms`` in its thread. Prints "ready" once connected.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def runs_ddl(schema: str) -> sql.Composed:
     ).format(sql.Identifier(schema, RUNS_TABLE))
 
 
-async def main(url: str, schema: str, concurrency: int, grace: str) -> None:
-    backend = await PostgresBackend.connect(url, schema=schema, lease="1s", poll_interval="300ms")
+async def main(url: str, schema: str, concurrency: int, grace: str, lease: str) -> None:
+    backend = await PostgresBackend.connect(url, schema=schema, lease=lease, poll_interval="300ms")
     runs = sql.Identifier(schema, RUNS_TABLE)
     start = sql.SQL(
         "INSERT INTO {} (n, pid, attempt, started) VALUES (%s, %s, %s, clock_timestamp()) "
@@ -70,4 +70,4 @@ async def main(url: str, schema: str, concurrency: int, grace: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]))

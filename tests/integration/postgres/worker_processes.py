@@ -22,7 +22,9 @@ __all__ = ["WorkerProcess", "execute", "message_rows", "run_rows", "wait_for"]
 class WorkerProcess:
     """One ``threads_app`` worker; ``start`` waits until it says it is ready."""
 
-    def __init__(self, url: str, schema: str, concurrency: int, grace: str = "none") -> None:
+    def __init__(
+        self, url: str, schema: str, concurrency: int, grace: str = "none", lease: str = "1s"
+    ) -> None:
         self.args = [
             sys.executable,
             "-m",
@@ -31,6 +33,7 @@ class WorkerProcess:
             schema,
             str(concurrency),
             grace,
+            lease,
         ]
         self.proc: subprocess.Popen[bytes] | None = None
         self.exited_at: float | None = None

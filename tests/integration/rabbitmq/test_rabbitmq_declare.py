@@ -20,6 +20,7 @@ from queuey import (
     Queue,
     QueueConfig,
     QueueSet,
+    RetryPolicy,
     ShutDownError,
     UnknownQueueError,
 )
@@ -48,7 +49,8 @@ async def test_declared_topology_reads_back_from_the_broker(
 
     producer = await Producer.create(Queues, rabbitmq)
     await producer.defer(Email(to="a@b.c"), "2.5s")
-    await producer.enqueue_after(Email(to="d@e.f"), "400ms")
+    # rounded up to 4 s; its x-expires (8 s) outlasts rabbitmqctl's few seconds on a busy box
+    await producer.enqueue_after(Email(to="d@e.f"), "3400ms")
 
     queues = await list_queues(prefix)
     emails, plain = f"{prefix}.emails", f"{prefix}.plain"
@@ -71,13 +73,13 @@ async def test_declared_topology_reads_back_from_the_broker(
                 "x-expires": 6000,
             },
         },
-        f"{emails}.hold.1000": {
+        f"{emails}.hold.4000": {
             "durable": True,
             "arguments": {
-                "x-message-ttl": 1000,
+                "x-message-ttl": 4000,
                 "x-dead-letter-exchange": "",
                 "x-dead-letter-routing-key": emails,
-                "x-expires": 2000,
+                "x-expires": 8000,
             },
         },
         plain: {
@@ -147,6 +149,29 @@ async def test_delays_need_a_declared_queue_and_fit_the_ttl_limit(
     await rabbitmq.publish([envelope], timedelta(0))  # zero: straight to the queue
     assert await rabbitmq.count_pending(name) == 1
     assert await rabbitmq.count_pending(f"{name}.missing") == 0
+
+
+async def test_durations_rabbitmq_cannot_hold_are_refused_before_anything_is_declared(
+    rabbitmq: RabbitMqBackend, raw: AbstractConnection
+) -> None:
+    name = f"{_prefix()}.q"
+    too_long = [
+        QueueConfig(f"{name}.ttl", message_ttl=timedelta(days=50)),
+        QueueConfig(f"{name}.retry", retry=RetryPolicy.fixed(2, "25d")),
+    ]
+    for config in too_long:
+        with pytest.raises(ConfigError, match=f"^queue '{config.name}': "):
+            await rabbitmq.declare([QueueConfig(name), config])
+    assert rabbitmq.declared_queue_names() == []
+    channel = await raw.channel()
+    with pytest.raises(aio_pika.exceptions.ChannelClosed):
+        await channel.declare_queue(name, passive=True)  # nothing was declared
+    longest = QueueConfig(
+        f"{name}.longest",
+        message_ttl=timedelta(milliseconds=2**32 - 1),
+        retry=RetryPolicy.fixed(2, rabbitmq.max_delay),
+    )
+    await rabbitmq.declare([longest])
 
 
 async def test_purge_empties_queue_dead_and_holds(

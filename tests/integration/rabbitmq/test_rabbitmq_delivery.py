@@ -102,10 +102,19 @@ async def test_a_malformed_body_goes_to_dead_and_never_reaches_a_handler(
         while len(dead := await rabbitmq.list_dead(kit.queue)) < 2:
             await asyncio.sleep(0.05)
     assert [(e.job_type, e.queue, e.payload, r) for e, r in dead] == [
-        ("", kit.queue, "{not json", "malformed envelope"),
-        ("", kit.queue, '{"job_type": "missing fields"}', "malformed envelope"),
+        (
+            "",
+            kit.queue,
+            "{not json",
+            "malformed envelope: Invalid JSON: key must be a string at line 1 column 2",
+        ),
+        (
+            "",
+            kit.queue,
+            '{"job_type": "missing fields"}',
+            "malformed envelope: job_id: Field required",
+        ),
     ]
-    assert worker.stats[kit.queue].dead == 0
     assert await rabbitmq.count_pending(kit.queue) == 0
 
 

@@ -66,7 +66,9 @@ class RecordingPublisher:
     subscribe: Mapping[str, Sequence[str]] = field(default_factory=dict)
     rows: list[Row] = field(default_factory=list)
 
-    async def publish(self, topic: str, payload: Any, published_by: str = "") -> Publication:
+    async def publish(
+        self, topic: str, payload: Any, published_by: str = "", *, priority: int = 0
+    ) -> Publication:
         trimmed = check_topic(topic)
         _check_storable(payload)
         subscribers = list(self.subscribe.get(trimmed, ())) or [""]
@@ -81,7 +83,9 @@ class FailingPublisher:
 
     rows: list[Row] = field(default_factory=list)
 
-    async def publish(self, topic: str, payload: Any, published_by: str = "") -> Publication:
+    async def publish(
+        self, topic: str, payload: Any, published_by: str = "", *, priority: int = 0
+    ) -> Publication:
         check_topic(topic)
         raise BackendError("connection to server at 127.0.0.1:5432 refused")
 

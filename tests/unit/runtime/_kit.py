@@ -3,9 +3,12 @@ can be made to fail."""
 
 from __future__ import annotations
 
+import asyncio
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
+from typing import Any
 
-from queuey import BackendError, Envelope, Job, Queue, QueueSet, RetryPolicy
+from queuey import BackendError, Envelope, Job, NotSupportedError, Queue, QueueSet, RetryPolicy
 from queuey._outcome import Outcome
 from queuey._runtime.middleware import CallNext, Middleware
 from queuey.backends.base import Delivery
@@ -74,3 +77,13 @@ class FakeDelivery:
 
     async def release(self) -> None:
         self.calls.append("release")
+
+    @property
+    def cancel_requested(self) -> asyncio.Future[None] | None:
+        return None
+
+    async def cancelled(self) -> None:
+        self._settle("cancelled")
+
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        raise NotSupportedError("no transaction here")

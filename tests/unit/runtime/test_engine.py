@@ -32,6 +32,7 @@ from queuey._outcome import (
     after_failure,
     spent_attempts,
 )
+from queuey._runtime.cancellation import Cancellation
 from queuey._runtime.middleware import CallNext, Middleware, OutcomeLog, SettledCallback
 from queuey._runtime.stats import Stats
 from queuey.backends.base import Consumer, Delivery
@@ -82,8 +83,14 @@ def test_queue_stats_count_one_field_per_kind() -> None:
     for kind in OutcomeKind:
         stats.count(kind)
     stats.count(OutcomeKind.DEAD)
-    assert stats == QueueStats(succeeded=1, retried=1, deferred=1, dead=2)
-    assert {kind.value for kind in OutcomeKind} == {"succeeded", "retried", "deferred", "dead"}
+    assert stats == QueueStats(succeeded=1, retried=1, deferred=1, dead=2, cancelled=1)
+    assert {kind.value for kind in OutcomeKind} == {
+        "succeeded",
+        "retried",
+        "deferred",
+        "dead",
+        "cancelled",
+    }
 
 
 async def test_stats_count_a_queue_first_seen_at_run_time() -> None:
@@ -108,8 +115,8 @@ async def test_worker_middleware_runs_after_the_built_in_members_in_order() -> N
         middleware=[first, second],
     )
     kinds = [type(member) for member in worker.middleware]
-    assert kinds[:3] == [OutcomeLog, Stats, SettledCallback]
-    assert worker.middleware[3:] == (first, second)
+    assert kinds[:4] == [OutcomeLog, Stats, Cancellation, SettledCallback]
+    assert worker.middleware[4:] == (first, second)
     await enqueue(backend, "fatal")
     await run_until_idle(worker, backend)
     assert settled == [("dead", "fatal error: no")]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from queuey import MemoryBackend, ShutDownError
+from queuey import MemoryBackend, PayloadError, ShutDownError
 from queuey.topics import InvalidTopicError, Publication, Publisher, QueuesConfig, TopicPublisher
 
 CONFIG = QueuesConfig(
@@ -82,7 +82,7 @@ async def test_a_200_character_topic_is_fine(backend: MemoryBackend) -> None:
 async def test_a_payload_that_is_not_json_writes_nothing(
     backend: MemoryBackend, payload: Any
 ) -> None:
-    with pytest.raises(TypeError, match="not JSON"):
+    with pytest.raises(PayloadError, match=r"^topic 'order\.paid': payload.* not JSON"):
         await TopicPublisher(CONFIG, backend).publish("order.paid", payload)
     assert backend.queue_names("topic") == []
 

@@ -16,7 +16,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter, clean_text, decide
+from queuey._outcome import (
+    Ack,
+    Cancelled,
+    DeadLetter,
+    DeferFor,
+    Outcome,
+    RetryAfter,
+    clean_text,
+    decide,
+)
+from queuey._run_scope import current_run
 from queuey._runtime.handlers import HandlerEntry, make_entry
 from queuey._runtime.invoke import run_handler
 from queuey.envelope import Envelope
@@ -31,7 +41,8 @@ _ONE_ATTEMPT = RetryPolicy.none()
 
 
 def job_context(envelope: Envelope, max_attempts: int) -> JobContext:
-    """The ``JobContext`` of a run of ``envelope`` (its age read on the wall clock now)."""
+    """The ``JobContext`` of a run of ``envelope`` (its age read on the wall clock now), with
+    the controls of the run in progress here (``run_scope``)."""
     age_ms = max(0, time.time_ns() // 1_000_000 - envelope.enqueued_at_ms)
     return JobContext(
         job_id=envelope.job_id,
@@ -45,6 +56,7 @@ def job_context(envelope: Envelope, max_attempts: int) -> JobContext:
         age=timedelta(milliseconds=age_ms),
         headers=dict(envelope.headers),
         redeliveries=envelope.redeliveries,
+        run_scope=current_run(),
     )
 
 
@@ -128,7 +140,7 @@ class JobFace:
         self, envelope: Envelope, outcome: Outcome
     ) -> tuple[str, tuple[object, ...]]:
         """ "job succeeded", "job failed; retry in …", "job deferred for …", "job
-        dead-lettered: …"."""
+        dead-lettered: …", "job cancelled while it ran; not retried"."""
         match outcome:
             case Ack():
                 return "job succeeded", ()
@@ -138,3 +150,5 @@ class JobFace:
                 return "job deferred for %.3fs: %s", (delay.total_seconds(), reason)
             case DeadLetter(reason=reason):
                 return "job dead-lettered: %s", (reason,)
+            case Cancelled():
+                return "job cancelled while it ran; not retried", ()

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
+from queuey.backends.base import CancelResult
 from queuey.backends.memory._consumer import MemoryConsumer
 from queuey.backends.memory._store import QueueState, Store
+from queuey.durations import MAX_DURATION
 from queuey.envelope import Envelope, Kind
 from queuey.errors import BackendError
 from queuey.queues import QueueConfig
@@ -25,13 +27,15 @@ class MemoryBackend:
     """In-memory transport honouring delays through the event loop's clock.
 
     Inspection helpers (synchronous): ``pending(q)``, ``pending_envelopes(q)``, ``acked(q)``,
-    ``deferred(q)``, ``delayed(q)``, ``dead_letters(q)``, ``queue_names()``,
+    ``deferred(q)``, ``delayed(q)``, ``dead_letters(q)``, ``cancelled(q)``, ``queue_names()``,
     ``queue_config(q)``, ``is_idle()``, ``is_closed()``; and ``await wait_idle()``. Topics
     (``kind="topic"``) live beside typed queues of the same name without colliding; the helpers
     take ``kind`` for them.
     """
 
     supports_transactions = False
+    max_delay = MAX_DURATION
+    """Any delay queuey takes: the event loop's timers hold it."""
 
     def __init__(self, *, _store: Store | None = None) -> None:
         self._store = _store or Store()
@@ -71,6 +75,17 @@ class MemoryBackend:
         """Hold ``envelope`` for ``delay`` (counted by ``deferred(q)``), then enqueue it."""
         self._store.check_open()
         self._store.defer(envelope, delay)
+
+    async def cancel(self, job_id: str) -> CancelResult:
+        """Cancel job ``job_id``: pending, delayed or held, it moves to ``cancelled(q)`` at
+        once; handed out and unsettled, its delivery's ``cancel_requested`` is set and it is
+        listed in ``cancelled(q)`` when its handler stops (its late outcome is refused).
+
+        Raises:
+            ShutDownError: the backend is closed.
+        """
+        self._store.check_open()
+        return self._store.cancel(job_id)
 
     def consumer(self, queue: QueueConfig) -> MemoryConsumer:
         """A consumer honouring ``queue.prefetch`` as unsettled deliveries."""
@@ -116,6 +131,10 @@ class MemoryBackend:
     def dead_letters(self, queue: str, kind: Kind = "job") -> list[tuple[Envelope, str]]:
         """``(envelope, reason)`` pairs in dead-letter order."""
         return list(self._queue(queue, kind).dead)
+
+    def cancelled(self, queue: str, kind: Kind = "job") -> list[Envelope]:
+        """Envelopes of cancelled jobs, in the order they were cancelled."""
+        return list(self._queue(queue, kind).cancelled)
 
     def queue_names(self, kind: Kind = "job") -> list[str]:
         """Every known queue (or topic, with ``kind="topic"``), sorted."""

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from queuey.backends.base import Delivery
 from queuey.backends.memory._store import QueueState, Store, now
 from queuey.envelope import Envelope
-from queuey.errors import BackendError
+from queuey.errors import BackendError, NotSupportedError
 
 __all__ = ["MemoryConsumer", "MemoryDelivery", "Slots"]
 
@@ -57,16 +58,39 @@ class MemoryDelivery:
         self._envelope = envelope
         self._on_settled = on_settled
         self._settled = False
+        self._cancel: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        store.running[envelope.job_id] = self._cancel
 
     @property
     def envelope(self) -> Envelope:
         """The delivered envelope."""
         return self._envelope
 
+    @property
+    def cancel_requested(self) -> asyncio.Future[None]:
+        """Done once ``MemoryBackend.cancel`` reached the job while it runs."""
+        return self._cancel
+
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        """Raises:
+        NotSupportedError: always; the memory backend has no database transaction.
+        """
+        raise NotSupportedError(
+            "ctx.transaction() needs the PostgreSQL backend; MemoryBackend has no database"
+        )
+
     async def ack(self) -> None:
-        """Record success (``acked(q)``)."""
+        """Record success (``acked(q)``).
+
+        Raises:
+            BackendError: the job was cancelled meanwhile; the success is not recorded.
+        """
         self._settle()
         self._queue.acked.append(self._envelope)
+
+    async def cancelled(self) -> None:
+        """Free the delivery of a job cancelled while it ran (it is in ``cancelled(q)``)."""
+        self._settle(cancelling=True)
 
     async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
         """Replace this delivery by ``envelope``, deliverable after ``delay``."""
@@ -93,11 +117,19 @@ class MemoryDelivery:
         self._settle()
         self._store.insert(self._envelope)
 
-    def _settle(self) -> None:
+    def _settle(self, *, cancelling: bool = False) -> None:
         if self._settled:
             raise BackendError(f"delivery of job {self._envelope.job_id} already settled")
         self._settled = True
+        self._store.running.pop(self._envelope.job_id, None)
         self._on_settled()
+        if self._cancel.done():
+            self._queue.cancelled.append(self._envelope)
+        if self._cancel.done() and not cancelling:
+            raise BackendError(
+                f"job {self._envelope.job_id} was cancelled while it ran; "
+                "its outcome is not recorded"
+            )
 
 
 class MemoryConsumer:

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
 
+from queuey.backends.base import CancelResult
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
 
-__all__ = ["Pending", "QueueState", "Store", "now"]
+__all__ = ["Pending", "QueueState", "Store", "Waiting", "now"]
 
 Timer = Literal["held", "delayed"]
 """Which counter an envelope waiting on a timer is in: ``defer`` or a delayed publish."""
@@ -49,7 +50,18 @@ class QueueState:
     delayed: int = 0
     acked: list[Envelope] = field(default_factory=list)
     dead: list[tuple[Envelope, str]] = field(default_factory=list)
+    cancelled: list[Envelope] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
+class Waiting:
+    """An envelope waiting on a timer (delayed or held), so that ``cancel`` can stop it."""
+
+    envelope: Envelope
+    queue: QueueState
+    counter: Timer
+    handle: asyncio.TimerHandle | None = None
 
 
 class Store:
@@ -58,7 +70,8 @@ class Store:
     def __init__(self) -> None:
         self.queues: dict[tuple[Kind, str], QueueState] = {}
         self.closed = False
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._timers: dict[str, Waiting] = {}
+        self.running: dict[str, asyncio.Future[None]] = {}  # job id -> its cancel request
         self._in_flight = 0
         self._activity = asyncio.Event()
 
@@ -119,14 +132,41 @@ class Store:
     def _later(self, delay: timedelta, envelope: Envelope, counter: Timer) -> None:
         queue = self.queue(envelope.queue, envelope.kind)
         _count(queue, counter, +1)
+        waiting = Waiting(envelope, queue, counter)
 
         def release() -> None:
-            self._timers.discard(handle)
+            if self._timers.get(envelope.job_id) is waiting:
+                del self._timers[envelope.job_id]
             _count(queue, counter, -1)
             self.insert(envelope)
 
-        handle = asyncio.get_running_loop().call_later(delay.total_seconds(), release)
-        self._timers.add(handle)
+        waiting.handle = asyncio.get_running_loop().call_later(delay.total_seconds(), release)
+        self._timers[envelope.job_id] = waiting
+
+    def cancel(self, job_id: str) -> CancelResult:
+        """Cancel job ``job_id``: a pending or waiting one leaves its queue for the cancelled
+        list; a running one (handed out, unsettled) is listed too and its request is set."""
+        waiting = self._timers.pop(job_id, None)
+        if waiting is not None:
+            if waiting.handle is not None:
+                waiting.handle.cancel()
+            _count(waiting.queue, waiting.counter, -1)
+            return self._cancelled(waiting.queue, waiting.envelope)
+        for queue in self.queues.values():
+            for index, item in enumerate(queue.pending):
+                if item.envelope.job_id == job_id:
+                    del queue.pending[index]
+                    return self._cancelled(queue, item.envelope)
+        request = self.running.get(job_id)
+        if request is None or request.done():
+            return "not_found"
+        request.set_result(None)
+        return "requested"
+
+    def _cancelled(self, queue: QueueState, envelope: Envelope) -> Literal["cancelled"]:
+        queue.cancelled.append(envelope)
+        self._activity.set()
+        return "cancelled"
 
     # -- deliveries out -----------------------------------------------------------------------
 
@@ -154,8 +194,9 @@ class Store:
     def close(self) -> None:
         """Refuse further work, cancel the timers, and wake every waiting consumer."""
         self.closed = True
-        for handle in self._timers:
-            handle.cancel()
+        for waiting in self._timers.values():
+            if waiting.handle is not None:
+                waiting.handle.cancel()
         self._timers.clear()
         for queue in self.queues.values():
             queue.changed.set()

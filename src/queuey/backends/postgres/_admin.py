@@ -1,5 +1,6 @@
-"""Operations on a live queuey table: per-queue status, and inspecting, retrying and discarding
-failed rows (``queuey status`` and ``queuey failed ...``).
+"""Operations on a live queuey table: per-queue status, inspecting, retrying and discarding
+failed (or cancelled) rows, and cancelling a job (``queuey status``, ``queuey failed ...``,
+``queuey jobs cancel``).
 
 Every call opens one short connection (a store session), checks the schema version and runs
 one named statement from ``sql/queries.sql`` through the store. Retry and discard are a single
@@ -12,15 +13,21 @@ from __future__ import annotations
 
 import uuid
 from contextlib import AbstractAsyncContextManager
+from typing import Literal
 
 from queuey._validation import check_int
+from queuey.backends.base import CancelResult
+from queuey.backends.postgres._cancel import cancel_channel, cancel_result
 from queuey.backends.postgres._rows import FailedRow, QueueStatus, RowDetail, Touched
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
 from queuey.errors import ConfigError
 from queuey.secrets import remember
 
-__all__ = ["Admin", "FailedRow", "QueueStatus", "RowDetail", "Touched"]
+__all__ = ["Admin", "FailedRow", "QueueStatus", "RowDetail", "Stopped", "Touched"]
+
+Stopped = Literal["failed", "cancelled"]
+"""The terminal states a person looks after: listed, retried and discarded alike."""
 
 
 def parse_id(row_id: str | uuid.UUID) -> str:
@@ -67,6 +74,7 @@ class Admin:
         self.statements = Statements(schema, table)
         self.channel = check_identifier(channel or f"{schema}_jobs"[:63], "channel")
         self.connect_timeout = check_int(connect_timeout, "connect_timeout", low=0)
+        self.cancel_channel = cancel_channel(schema)
         self._store = Store(self.statements, self.conninfo)
 
     def _session(self) -> AbstractAsyncContextManager[Store]:
@@ -83,18 +91,21 @@ class Admin:
         async with self._session() as store:
             return await store.ops_status()
 
-    async def failed(self, queue: str | None = None, *, limit: int | None = 100) -> list[FailedRow]:
-        """Failed rows, oldest failure first.
+    async def failed(
+        self, queue: str | None = None, *, limit: int | None = 100, status: Stopped = "failed"
+    ) -> list[FailedRow]:
+        """Failed rows (or cancelled ones), oldest first.
 
         Args:
             queue: only this queue (any kind); ``None`` for all.
             limit: at most this many rows; ``None`` for all.
+            status: ``"failed"`` (default) or ``"cancelled"``.
 
         Raises:
             BackendError, SchemaError: as for ``status``.
         """
         async with self._session() as store:
-            return await store.ops_failed(queue, limit)
+            return await store.ops_failed(queue, limit, status)
 
     async def show(self, row_id: str | uuid.UUID) -> RowDetail | None:
         """One row by id, whatever its status; ``None`` when there is no such row.
@@ -107,13 +118,16 @@ class Admin:
         async with self._session() as store:
             return await store.ops_show(row_id)
 
-    async def retry(self, row_id: str | uuid.UUID, *, queue: str | None = None) -> list[Touched]:
+    async def retry(
+        self, row_id: str | uuid.UUID, *, queue: str | None = None, status: Stopped = "failed"
+    ) -> list[Touched]:
         """Put one failed row back to pending: due now, ``attempts`` and ``redeliveries`` 0, its
         last error kept, its workers woken. A row that is not failed is left alone.
 
         Args:
             row_id: the row's id.
             queue: act only if the row is on this queue.
+            status: the state the row must be in: ``"failed"`` or ``"cancelled"``.
 
         Returns:
             One ``Touched`` with count 1, or an empty list when nothing matched.
@@ -124,20 +138,25 @@ class Admin:
         """
         row_id = parse_id(row_id)
         async with self._session() as store:
-            return await store.ops_retry(row_id, queue, self.channel)
+            return await store.ops_retry(row_id, queue, self.channel, status)
 
-    async def retry_all(self, *, queue: str | None = None) -> list[Touched]:
-        """Like ``retry`` for every failed row (of ``queue`` when given); counts per queue.
+    async def retry_all(
+        self, *, queue: str | None = None, status: Stopped = "failed"
+    ) -> list[Touched]:
+        """Like ``retry`` for every row of ``status`` (of ``queue`` when given); counts per
+        queue.
 
         Raises:
             BackendError, SchemaError: as for ``status``.
         """
         async with self._session() as store:
-            return await store.ops_retry(None, queue, self.channel)
+            return await store.ops_retry(None, queue, self.channel, status)
 
-    async def discard(self, row_id: str | uuid.UUID, *, queue: str | None = None) -> list[Touched]:
-        """Delete one failed row (only if on ``queue`` when given); a row that is not failed is
-        left alone.
+    async def discard(
+        self, row_id: str | uuid.UUID, *, queue: str | None = None, status: Stopped = "failed"
+    ) -> list[Touched]:
+        """Delete one failed (or, with ``status``, cancelled) row (only if on ``queue`` when
+        given); a row in another state is left alone.
 
         Returns:
             One ``Touched`` with count 1, or an empty list when nothing matched.
@@ -148,13 +167,31 @@ class Admin:
         """
         row_id = parse_id(row_id)
         async with self._session() as store:
-            return await store.ops_discard(row_id, queue)
+            return await store.ops_discard(row_id, queue, status)
 
-    async def discard_all(self, *, queue: str | None = None) -> list[Touched]:
-        """Delete every failed row (of ``queue`` when given); counts per queue.
+    async def discard_all(
+        self, *, queue: str | None = None, status: Stopped = "failed"
+    ) -> list[Touched]:
+        """Delete every row of ``status`` (of ``queue`` when given); counts per queue.
 
         Raises:
             BackendError, SchemaError: as for ``status``.
         """
         async with self._session() as store:
-            return await store.ops_discard(None, queue)
+            return await store.ops_discard(None, queue, status)
+
+    async def cancel(self, row_id: str | uuid.UUID) -> CancelResult:
+        """Cancel one job: pending or scheduled, it becomes ``cancelled``; running, it becomes
+        ``cancelled`` too and its worker is told on ``<schema>_cancel`` (it stops the handler,
+        and its late outcome is refused).
+
+        Returns:
+            ``"cancelled"``, ``"requested"`` (it was running) or ``"not_found"``.
+
+        Raises:
+            ConfigError: ``row_id`` is not a UUID.
+            BackendError, SchemaError: as for ``status``.
+        """
+        row_id = parse_id(row_id)
+        async with self._session() as store:
+            return cancel_result(await store.cancel(row_id, self.cancel_channel))

@@ -24,6 +24,9 @@ from datetime import timedelta
 from typing import Any
 
 from queuey._validation import check_bool, check_int
+from queuey.backends.base import CancelResult
+from queuey.backends.postgres._admin import parse_id
+from queuey.backends.postgres._cancel import Cancellations, cancel_channel, cancel_result
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._consumer import ConsumerLinks, PgConsumer
 from queuey.backends.postgres._listen import Listener
@@ -64,6 +67,7 @@ class PostgresBackend:
             listeners are not woken by another schema's jobs, nor an app's by another app's
             topics). ``queuey failed retry`` announces the rows it makes due on
             ``<schema>_jobs``; consumers on another channel pick them up at their next poll.
+            Cancelled running jobs are announced on ``<schema>_cancel`` (``cancel_channel``).
         poll_interval: the safety-net poll (duration; default 5 s).
         lease: how long a claimed row is held without a heartbeat before another worker may
             take it (duration; default 5 min). The heartbeat extends it every third of it.
@@ -78,6 +82,7 @@ class PostgresBackend:
     """
 
     supports_transactions = True
+    max_delay = timedelta(days=3650)  # queuey.durations.MAX_DURATION: any delay queuey takes
 
     def __init__(
         self,
@@ -108,8 +113,15 @@ class PostgresBackend:
         self._waker = Waker()
         self._outage = Outage("PostgreSQL", self._waker.wake_all)
         self._completer = Completer(self._store)
+        self.cancel_channel = cancel_channel(schema)
+        self._cancellations = Cancellations(self.owner)
         self._links = ConsumerLinks(
-            self._store, self._completer, self._waker, self._outage, self.poll_interval
+            self._store,
+            self._completer,
+            self._waker,
+            self._outage,
+            self.poll_interval,
+            self._cancellations,
         )
         options = MaintenanceOptions(
             self.lease, self.poll_interval, self.max_redeliveries, self.retain
@@ -232,6 +244,20 @@ class PostgresBackend:
         """Publish ``envelope`` due after ``delay`` at its own (top) priority."""
         await self.publish([envelope], delay)
 
+    async def cancel(self, job_id: str) -> CancelResult:
+        """Cancel job ``job_id``: a pending or scheduled row becomes ``cancelled``; a running
+        one too, and its worker is told through a NOTIFY on ``cancel_channel`` (its handler is
+        cancelled, and every later settle of that run is refused by the fence).
+
+        Raises:
+            ConfigError: ``job_id`` is not a UUID.
+            BackendError: the database failed; nothing changed.
+            ShutDownError: the backend is not open.
+        """
+        self._check_open()
+        was = await self._store.cancel(parse_id(job_id), self.cancel_channel)
+        return cancel_result(was)
+
     # -- consuming -----------------------------------------------------------------------------
 
     def consumer(self, queue: QueueConfig) -> PgConsumer:
@@ -250,10 +276,13 @@ class PostgresBackend:
         if not self.poll_only:
             # Exactly the channel this backend's consumers are woken through: never another
             # app's (a topic prefix) or another schema's.
+            channels = {
+                self.channel: self._waker.notified,
+                self.cancel_channel: self._cancellations.notified,
+            }
             self.listener = Listener(
                 self._store,
-                [self.channel],
-                self._waker.notified,
+                channels,
                 self._waker.wake_all,
                 f"queuey-listen {self.owner}"[:63],
             )

@@ -22,14 +22,19 @@ A consumer depends on the store, the completer, the waker and the outage record 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
+from queuey.backends.postgres._acks import LostClaimError, lost_claim
+from queuey.backends.postgres._cancel import Cancellations
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._outage import Outage
+from queuey.backends.postgres._pool import Connection
 from queuey.backends.postgres._rows import Claim
 from queuey.backends.postgres._store import Store
 from queuey.backends.postgres._wake import Waker
@@ -37,6 +42,8 @@ from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
 
 __all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "Slots", "storable"]
+
+log = logging.getLogger("queuey.postgres")
 
 MAX_TEXT_BYTES = 4000
 """Error texts and reasons are kept to this many UTF-8 bytes (seed ``000``)."""
@@ -52,6 +59,7 @@ class ConsumerLinks:
         waker: where a consumer is registered to be woken.
         outage: where claim failures are recorded (logged once per outage).
         poll_interval: the safety-net poll (seconds).
+        cancellations: where a delivery learns that its job was cancelled while it runs.
     """
 
     store: Store
@@ -59,6 +67,7 @@ class ConsumerLinks:
     waker: Waker
     outage: Outage
     poll_interval: float
+    cancellations: Cancellations
 
 
 class Slots(Protocol):
@@ -78,13 +87,19 @@ class Slots(Protocol):
 
 
 class PgDelivery:
-    """One claimed row; settling it is fenced by (owner, attempts). The consumer counts it
-    unsettled until its first settle, whether that lands or not (a refused outcome may be
-    followed by a dead letter on the same delivery)."""
+    """One claimed row; settling it is fenced by (owner, attempts).
+
+    A handler may complete it inside its own transaction (``transaction()``): the row is then
+    done when that transaction commits, and the later ``ack`` only frees the delivery. The
+    consumer counts it unsettled until its first settle, whether that lands or not (a refused
+    outcome may be followed by a dead letter on the same delivery).
+    """
 
     def __init__(self, consumer: PgConsumer, claim: Claim) -> None:
         self._consumer = consumer
         self._claim = claim
+        self._cancel = consumer.cancellations.watch(claim.row_id)
+        self._completed = False
         self._freed = False
 
     @property
@@ -95,12 +110,65 @@ class PgDelivery:
     def row_id(self) -> str:
         return self._claim.envelope.job_id
 
+    @property
+    def cancel_requested(self) -> asyncio.Future[None]:
+        """Done when ``cancel`` reached this row while it runs (through the listener)."""
+        return self._cancel
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Connection]:
+        """A transaction on a pooled connection in which the handler writes and this run is
+        recorded done: both commit together or neither does. The completion is fenced by
+        (owner, attempt): if this worker lost its claim (lease expired, job cancelled), the
+        transaction is rolled back and ``LostClaimError`` raised.
+
+        Raises:
+            LostClaimError: the fence refused the completion; nothing was committed.
+            BackendError: the database failed; nothing was committed.
+        """
+        store = self._consumer.store
+        async with store.transaction() as conn:
+            yield conn
+            if not await store.complete(conn, self.row_id, self._claim.envelope.attempt):
+                log.error(
+                    "job %s: not completed in the handler's transaction (the claim was lost "
+                    "or the job cancelled); the transaction is rolled back",
+                    self.row_id,
+                )
+                raise lost_claim(self.row_id)
+        self._completed = True
+
     async def ack(self) -> None:
         envelope = self._claim.envelope
         try:
-            await self._consumer.completer.ack(envelope.job_id, envelope.attempt)
+            if not self._completed:
+                await self._consumer.completer.ack(envelope.job_id, envelope.attempt)
         finally:
-            self._free()
+            self._done()
+
+    async def cancelled(self) -> None:
+        """The handler stopped after a cancel: the row is already cancelled; free the slot."""
+        self._done()
+
+    def _done(self) -> None:
+        self._consumer.completer.held.discard(self.row_id)
+        self._consumer.cancellations.forget(self.row_id)
+        if not self._freed:  # once, though a refused outcome may be followed by a dead letter
+            self._freed = True
+            self._consumer.settled(self)
+
+    def _check_not_completed(self) -> None:
+        """Refuse a failure outcome after the handler's transaction recorded success.
+
+        Raises:
+            LostClaimError: the job is already done.
+        """
+        if self._completed:
+            self._done()
+            raise LostClaimError(
+                f"job {self.row_id} was completed in the handler's transaction; the outcome "
+                "after it is not recorded"
+            )
 
     async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
         await self._reschedule(envelope, delay, error)
@@ -109,6 +177,7 @@ class PgDelivery:
         await self._reschedule(envelope, delay, None)
 
     async def _reschedule(self, envelope: Envelope, delay: timedelta, error: str | None) -> None:
+        self._check_not_completed()
         seconds = delay.total_seconds()
         consumer = self._consumer
         try:
@@ -123,28 +192,25 @@ class PgDelivery:
                 error=None if error is None else storable(error),
             )
         finally:
-            self._free()
+            self._done()
         consumer.wake_after(seconds)
 
     async def dead_letter(self, reason: str) -> None:
+        self._check_not_completed()
         try:
             await self._consumer.completer.dead_letter(
                 self.row_id, self._claim.envelope.attempt, storable(reason)
             )
         finally:
-            self._free()
+            self._done()
 
     async def release(self) -> None:
+        self._check_not_completed()
         try:
             await self._consumer.completer.release(self.row_id, self._claim.envelope.attempt)
         finally:
-            self._free()
+            self._done()
         self._consumer.poke()
-
-    def _free(self) -> None:
-        if not self._freed:
-            self._freed = True
-            self._consumer.settled(self)
 
 
 def storable(text: str) -> str:
@@ -163,6 +229,8 @@ class PgConsumer:
     def __init__(self, config: QueueConfig, links: ConsumerLinks) -> None:
         self.config = config
         self.completer = links.completer
+        self.store = links.store
+        self.cancellations = links.cancellations
         self._links = links
         self.ttl = None if config.message_ttl is None else config.message_ttl.total_seconds()
         self._buffer: deque[PgDelivery] = deque()

@@ -20,6 +20,7 @@ from psycopg import sql
 from psycopg.rows import class_row
 from psycopg_pool import AsyncConnectionPool
 
+from queuey.backends.postgres._cancel import cancel_channel
 from queuey.backends.postgres._dashboard_rows import (
     AuditEntry,
     FanOutRow,
@@ -103,6 +104,7 @@ class PgDashboardStore:
         self._checks = Statements(schema, table)
         self.job_channel = check_identifier(job_channel or f"{schema}_jobs"[:63], "channel")
         self.topic_channel = check_identifier(topic_channel, "channel")
+        self.cancel_channel = cancel_channel(schema)
         self._pool = AsyncConnectionPool(
             self.conninfo,
             min_size=1,
@@ -269,6 +271,18 @@ class PgDashboardStore:
             How many rows were deleted.
         """
         rows = await self._execute("discard", self._action_params(actor, "discard", job_id, where))
+        return int(rows[0][0]) if rows else 0
+
+    async def cancel(self, actor: str, job_id: str) -> int:
+        """Cancel one pending (due or scheduled) or running job, as ``queuey jobs cancel``
+        does; a running job's worker is told through a NOTIFY on ``<schema>_cancel`` and its
+        late outcome is refused. Audited.
+
+        Returns:
+            1 when the job was cancelled, 0 when it was not pending or running.
+        """
+        params = {"actor": actor, "id": job_id, "cancel_channel": self.cancel_channel}
+        rows = await self._execute("cancel", params)
         return int(rows[0][0]) if rows else 0
 
     async def pause(self, actor: str, kind: str, queue: str) -> bool:

@@ -23,7 +23,7 @@ __all__ = [
     "TopicRow",
 ]
 
-STATUSES = ("pending", "scheduled", "running", "failed", "done")
+STATUSES = ("pending", "scheduled", "running", "failed", "cancelled", "done")
 """The states a job list shows; ``scheduled`` is a pending row not yet due."""
 
 

@@ -21,7 +21,7 @@ __all__ = ["Migration", "Statements", "check_identifier", "latest_version", "mig
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _NAME_LINE = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
-_INDEXES = ("claim", "lease", "done", "expiry", "failed")
+_INDEXES = ("claim", "lease", "done", "expiry", "failed", "cancelled")
 _PER_CALL = frozenset({"listen"})  # composed with an identifier known only when run
 
 
@@ -86,6 +86,7 @@ class Statements:
         }
         for index in _INDEXES:
             self.names[f"{index}_index"] = sql.Identifier(f"{self.table}_{index}"[:63])
+        self.names["status_check"] = sql.Identifier(f"{self.table}_status"[:63])
         self._queries = {
             name: sql.SQL(body).format(**self.names)
             for name, body in _raw_queries().items()

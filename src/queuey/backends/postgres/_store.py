@@ -45,7 +45,7 @@ from queuey.errors import SchemaError
 from queuey.queues import QueueConfig
 from queuey.secrets import remember
 
-__all__ = ["BACKGROUND_TIMEOUT", "Params", "PublishQuery", "Store"]
+__all__ = ["BACKGROUND_TIMEOUT", "Params", "PublishQuery", "Store", "schema_error"]
 
 R = TypeVar("R")
 Params = dict[str, Any]
@@ -278,6 +278,32 @@ class Store:
         """``dead_letter``: failed for good with ``reason``."""
         return await self._fenced("dead_letter", row_id, attempts, {"reason": reason})
 
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Connection]:
+        """A pooled connection inside a transaction, committed on a clean exit and rolled back
+        otherwise (a handler's ``ctx.transaction()``).
+
+        Raises:
+            BackendError: the connection, the commit or a statement of the body failed.
+        """
+        with database_errors():
+            async with self._where().connection() as conn, conn.transaction():
+                yield conn
+
+    async def complete(self, conn: Connection, row_id: str, attempts: int) -> bool:
+        """``complete``: record run ``attempts`` of ``row_id`` done on ``conn`` (the handler's
+        transaction); ``False`` when the fence refused it (claim lost or job cancelled)."""
+        fence = {"id": row_id, "owner": self.owner, "attempts": attempts}
+        with database_errors():
+            cursor = await conn.execute(self.statements["complete"], fence)
+        return cursor.rowcount > 0
+
+    async def cancel(self, row_id: str, channel: str) -> str | None:
+        """``cancel``: a pending or running row becomes cancelled (a running one's owner is told
+        on ``channel``); returns the status it had, ``None`` when no such row could be."""
+        rows = await self._fetch("cancel", {"id": row_id, "channel": channel}, scalar_row)
+        return str(rows[0]) if rows else None
+
     async def _fenced(self, name: str, row_id: str, attempts: int, params: Params) -> bool:
         fence = {"id": row_id, "owner": self.owner, "attempts": attempts}
         return await self._count(name, {**fence, **params}, BACKGROUND_TIMEOUT) > 0
@@ -345,18 +371,9 @@ class Store:
         Raises:
             SchemaError: the schema is missing or behind; the message says to migrate it.
         """
-        applied = await self.applied_versions()
-        missing = sorted(m.version for m in migrations() if m.version not in applied)
-        version, needed = max(applied, default=0), latest_version()
-        if not missing:
-            return
-        schema = self.statements.schema
-        state = (
-            f"is at version {version}, this queuey needs {needed}"
-            if version < needed
-            else f"lacks migration {', '.join(map(str, missing))}"
-        )
-        raise SchemaError(f"schema {schema!r} {state}: run `queuey db migrate --schema {schema}`")
+        error = schema_error(self.statements.schema, await self.applied_versions())
+        if error is not None:
+            raise error
 
     async def lock_migrations(self) -> None:
         """``migrate_lock``: hold the schema's migration lock until the transaction ends."""
@@ -379,13 +396,13 @@ class Store:
         for channel in channels:
             await self._run(self.statements.listen(channel), None, tuple_row)
 
-    async def notifications(self, timeout: float) -> AsyncIterator[str]:
-        """The payloads of the notifications the session receives within ``timeout`` seconds
-        (a session's; its ``database_errors`` maps a failure)."""
+    async def notifications(self, timeout: float) -> AsyncIterator[tuple[str, str]]:
+        """``(channel, payload)`` of each notification the session receives within ``timeout``
+        seconds (a session's; its ``database_errors`` maps a failure)."""
         if not isinstance(self._connections, Lent):
             raise RuntimeError("only a session has a connection of its own")
         async for notify in self._connections.conn.notifies(timeout=timeout):
-            yield notify.payload
+            yield notify.channel, notify.payload
 
     async def ping(self) -> None:
         """``ping``: one round trip."""
@@ -397,26 +414,49 @@ class Store:
         """``ops_status``: counts of live rows per (kind, queue)."""
         return await self._fetch("ops_status", {}, class_row(QueueStatus))
 
-    async def ops_failed(self, queue: str | None, limit: int | None) -> list[FailedRow]:
-        """``ops_failed``: failed rows (of ``queue``), oldest failure first, at most ``limit``."""
-        return await self._fetch(
-            "ops_failed", {"queue": queue, "limit": limit}, class_row(FailedRow)
-        )
+    async def ops_failed(
+        self, queue: str | None, limit: int | None, status: str = "failed"
+    ) -> list[FailedRow]:
+        """``ops_failed``: rows of ``status`` (failed or cancelled; of ``queue``), oldest
+        first, at most ``limit``."""
+        params = {"queue": queue, "limit": limit, "status": status}
+        return await self._fetch("ops_failed", params, class_row(FailedRow))
 
     async def ops_show(self, row_id: str) -> RowDetail | None:
         """``ops_show``: one row by id, whatever its status."""
         rows = await self._fetch("ops_show", {"id": row_id}, class_row(RowDetail))
         return rows[0] if rows else None
 
-    async def ops_retry(self, row_id: str | None, queue: str | None, channel: str) -> list[Touched]:
-        """``ops_retry``: failed rows (this one, of this queue) pending again, due now; one
-        notification on ``channel`` per queue."""
-        params = {"id": row_id, "queue": queue, "channel": channel}
+    async def ops_retry(
+        self, row_id: str | None, queue: str | None, channel: str, status: str = "failed"
+    ) -> list[Touched]:
+        """``ops_retry``: rows of ``status`` (this one, of this queue) pending again, due now;
+        one notification on ``channel`` per queue."""
+        params = {"id": row_id, "queue": queue, "channel": channel, "status": status}
         return await self._fetch("ops_retry", params, class_row(Touched))
 
-    async def ops_discard(self, row_id: str | None, queue: str | None) -> list[Touched]:
-        """``ops_discard``: delete failed rows (this one, of this queue)."""
-        return await self._fetch("ops_discard", {"id": row_id, "queue": queue}, class_row(Touched))
+    async def ops_discard(
+        self, row_id: str | None, queue: str | None, status: str = "failed"
+    ) -> list[Touched]:
+        """``ops_discard``: delete rows of ``status`` (this one, of this queue)."""
+        params = {"id": row_id, "queue": queue, "status": status}
+        return await self._fetch("ops_discard", params, class_row(Touched))
+
+
+def schema_error(schema: str, applied: Collection[int]) -> SchemaError | None:
+    """The ``SchemaError`` of a schema with the migrations ``applied``: ``None`` when it has
+    every migration of this version, else one saying to migrate it (also when a migration
+    numbered below the highest applied is missing: added by a later release)."""
+    missing = sorted(m.version for m in migrations() if m.version not in applied)
+    if not missing:
+        return None
+    version, needed = max(applied, default=0), latest_version()
+    state = (
+        f"is at version {version}, this queuey needs {needed}"
+        if version < needed
+        else f"lacks migration {', '.join(map(str, missing))}"
+    )
+    return SchemaError(f"schema {schema!r} {state}: run `queuey db migrate --schema {schema}`")
 
 
 def _job_types(config: QueueConfig) -> list[str] | None:

@@ -14,6 +14,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Self
 
+from queuey.backends.base import CancelResult
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._consumer import RabbitMqConsumer
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
@@ -21,9 +22,15 @@ from queuey.backends.rabbitmq._inspection import count_ready, purge_queue, read_
 from queuey.backends.rabbitmq._lifecycle import Lifecycle
 from queuey.backends.rabbitmq._options import RabbitMqOptions
 from queuey.backends.rabbitmq._router import Router
-from queuey.backends.rabbitmq._topology import broker_name, check_name, dead_name
+from queuey.backends.rabbitmq._topology import (
+    broker_name,
+    check_limits,
+    check_name,
+    dead_name,
+    max_hold,
+)
 from queuey.envelope import Envelope, Kind
-from queuey.errors import BackendError, ShutDownError, UnknownQueueError
+from queuey.errors import BackendError, NotSupportedError, ShutDownError, UnknownQueueError
 from queuey.queues import QueueConfig
 
 __all__ = ["RabbitMqBackend"]
@@ -44,9 +51,15 @@ class RabbitMqBackend:
       pipelined (every message sent at once, the confirms awaited together). RabbitMQ has no
       transaction over confirms: a broker failure in the middle may leave some published.
     - A delay (``enqueue_after``, retry, deferral) goes through a hold queue per distinct
-      delay, rounded up to ``options.hold_granularity``; a delay over about 24.8 days is
-      refused (``ConfigError``). A delayed publish or a ``defer`` needs the queue declared by
-      this backend (``UnknownQueueError`` otherwise): the hold queue copies its durability.
+      delay, rounded up to ``options.hold_granularity``; a delay over ``max_delay`` (about
+      24.8 days) is refused (``ConfigError``), and so is, at ``declare``, a queue whose retry
+      policy could wait longer or whose ``message_ttl`` is over about 49.7 days. A delayed
+      publish or a ``defer`` needs the queue declared by this backend (``UnknownQueueError``
+      otherwise): the hold queue copies its durability. A hold queue is declared once per
+      connection (renewed before its ``x-expires`` could run out), not once per publish.
+    - Every publish, and every settle of a delivery, is bounded by
+      ``options.publish_timeout`` in total, however many other calls are waiting: when the
+      broker is unreachable it fails with a ``BackendError`` saying so.
     - Topic queues are named ``queuey-topic.<topic>`` on the broker (see ``_topology``).
 
     Args:
@@ -58,6 +71,8 @@ class RabbitMqBackend:
 
     def __init__(self, url: str, options: RabbitMqOptions | None = None) -> None:
         self.options = options or RabbitMqOptions()
+        self.max_delay = max_hold(self.options.hold_granularity)
+        """The longest delay a hold queue takes: about 24.8 days."""
         self._lifecycle = Lifecycle()
         self._link = Link(url, self.options)
         self._router = Router(self._link, self._lifecycle, self.options.hold_granularity)
@@ -112,21 +127,26 @@ class RabbitMqBackend:
         Idempotent; the declared queues are declared again after every reconnection.
 
         Raises:
-            ConfigError: a name too long for the derived queue names.
+            ConfigError: a name too long for the derived queue names, a ``message_ttl`` over
+                about 49.7 days, or a retry policy that may wait longer than ``max_delay``
+                (nothing is declared).
             BackendError: the broker refused a declaration, e.g. an existing queue without
-                ``x-max-priority`` (drain and delete it, or set ``max_priority=0``).
+                ``x-max-priority`` (drain and delete it, or set ``max_priority=0``), or did not
+                answer within ``publish_timeout`` (it is unreachable).
             ShutDownError: the backend is closed.
         """
         self._lifecycle.check_open()
         for config in queues:
             check_name(broker_name(config.name, config.kind))
-        channel = await self._link.channel(self._timeout)
-        try:
-            for config in queues:
-                await declare_queue(channel, config)
-                self._router.remember(config)
-        finally:
-            await close_quietly(channel)
+            check_limits(config, self.max_delay)
+        async with self._link.bounded("declaring queues", self._link.deadline()):
+            channel = await self._link.channel()
+            try:
+                for config in queues:
+                    await declare_queue(channel, config)
+                    self._router.remember(config)
+            finally:
+                await close_quietly(channel)
 
     async def publish(
         self,
@@ -144,7 +164,7 @@ class RabbitMqBackend:
             BackendError: a ``connection`` was given, or the broker refused or could not
                 route a message (those before it may be published).
             UnknownQueueError: a delay on a queue this backend never declared.
-            ConfigError: a delay longer than RabbitMQ can hold (about 24.8 days).
+            ConfigError: a delay longer than RabbitMQ can hold (``max_delay``, about 24.8 days).
             ShutDownError: the backend is closed.
         """
         self._lifecycle.check_open()
@@ -166,6 +186,18 @@ class RabbitMqBackend:
         if not self._router.knows(envelope.kind, envelope.queue):
             raise UnknownQueueError(envelope.queue)
         await self.publish([envelope], delay)
+
+    async def cancel(self, job_id: str) -> CancelResult:
+        """Refused: a message in a RabbitMQ queue cannot be taken out by id (the broker has no
+        such operation), and its worker cannot be reached.
+
+        Raises:
+            NotSupportedError: always.
+        """
+        raise NotSupportedError(
+            f"cannot cancel job {job_id}: RabbitMQ cannot remove a queued message by id "
+            "(cancellation needs the PostgreSQL or memory backend)"
+        )
 
     # -- consuming ----------------------------------------------------------------------------
 

@@ -11,6 +11,11 @@ channels (see ``_consumer``).
 Publishes go through one channel in confirm mode, mandatory, each awaited until the broker
 confirms it. aiormq matches a ``basic.return`` to its publish by ``message_id`` (our job id),
 so two publishes with one ``message_id`` are never in flight at once on that channel.
+
+Every publish path is bounded by ``publish_timeout`` in total: its caller takes a
+``deadline()`` once, at the start of the call, and every wait after it (for the reconnection,
+a lock, a channel, a hold queue's declaration, the confirm) runs under ``bounded(what,
+deadline)``, with what is left of it. Running out of time says the broker is unreachable.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractMessage
+from aio_pika.exceptions import ChannelInvalidStateError
 
 from queuey.backends.rabbitmq._errors import describe, password_of, redact, translated
 from queuey.backends.rabbitmq._options import RabbitMqOptions
@@ -32,6 +39,9 @@ from queuey.secrets import remember
 __all__ = ["Link", "Restore"]
 
 log = logging.getLogger("queuey.rabbitmq")
+
+T = TypeVar("T")
+_RETRY_PAUSE = 0.05  # seconds between two tries of a publish whose connection died
 
 Restore = Callable[[AbstractConnection], Awaitable[None]]
 """Run on every new connection before it is handed out (re-declares the topology)."""
@@ -129,35 +139,93 @@ class Link:
 
     async def declarer(self) -> AbstractChannel:
         """The shared channel for on-demand declarations (hold queues), reopened if a failed
-        declaration closed it."""
+        declaration closed it. Waits as long as it takes: call it under ``bounded``."""
         async with self._channel_lock:
             if self._declarer is None or self._declarer.is_closed:
-                self._declarer = await self.channel(self._publish_timeout)
+                connection = await self.connection()
+                self._declarer = await connection.channel(publisher_confirms=False)
             return self._declarer
 
-    async def publish(self, routing_key: str, message: AbstractMessage) -> None:
-        """Publish ``message`` to the default exchange, mandatory, and wait for the confirm.
+    def deadline(self) -> float:
+        """The event-loop time by which a publish path starting now must be done:
+        ``publish_timeout`` from now. Take it once, at the start of the call."""
+        return asyncio.get_running_loop().time() + self._publish_timeout
 
-        Waits for a reconnection in progress, all within ``publish_timeout``.
+    @contextlib.asynccontextmanager
+    async def bounded(self, what: str, deadline: float) -> AsyncIterator[None]:
+        """Run the block until ``deadline`` at the latest, its failures translated.
 
         Raises:
-            BackendError: unroutable (no queue ``routing_key``), refused, the connection was
-                lost, or no confirm within ``publish_timeout``.
+            BackendError: a driver or socket failure in the block (``what`` first), or
+                ``deadline`` passed: the message says the broker is unreachable.
+        """
+        try:
+            async with asyncio.timeout_at(deadline):
+                with translated(what, self._password):
+                    yield
+        except TimeoutError:
+            raise self._unreachable(what) from None
+
+    async def publish(self, routing_key: str, message: AbstractMessage, deadline: float) -> None:
+        """Publish ``message`` to the default exchange, mandatory, and wait for the confirm,
+        all by ``deadline`` (a reconnection in progress, the channel, the confirm).
+
+        Raises:
+            UnroutableError: no queue ``routing_key`` (a ``BackendError``).
+            BackendError: refused, the connection was lost, or ``deadline`` passed (the broker
+                is unreachable).
             ShutDownError: the backend is closed.
         """
-        what = f"publishing to {routing_key!r}"
         key = message.message_id or ""
-        with translated(what, self._password):
-            async with asyncio.timeout(self._publish_timeout):
-                while (busy := self._in_flight.get(key)) is not None:
-                    await busy.wait()
-                done = self._in_flight[key] = asyncio.Event()
-                try:
-                    channel = await self._confirm_channel()
-                    await channel.default_exchange.publish(message, routing_key, mandatory=True)
-                finally:
-                    del self._in_flight[key]
-                    done.set()
+        async with self.bounded(f"publishing to {routing_key!r}", deadline):
+            while (busy := self._in_flight.get(key)) is not None:
+                await busy.wait()
+            done = self._in_flight[key] = asyncio.Event()
+
+            async def publish() -> None:
+                channel = await self._confirm_channel()
+                await channel.default_exchange.publish(message, routing_key, mandatory=True)
+
+            try:
+                # The broker may have had a message whose connection died before the confirm:
+                # publishing it again is at least once, never lost.
+                await self.again_after_reconnecting(publish, f"publishing to {routing_key!r}")
+            finally:
+                del self._in_flight[key]
+                done.set()
+
+    async def again_after_reconnecting(self, step: Callable[[], Awaitable[T]], what: str) -> T:
+        """Run ``step``; if the connection dies under it, run it again once the connection is
+        back, as often as it takes. Call it under ``bounded``, whose deadline ends the waiting.
+
+        Raises:
+            Exception: whatever ``step`` raised other than a lost connection.
+        """
+        while True:
+            used = self._connection
+            try:
+                return await step()
+            except ConnectionError:
+                pass
+            except ChannelInvalidStateError:
+                if used is not None and _alive(used):
+                    raise  # the channel alone was closed (by an error of its own)
+            log.warning("connection lost while %s; trying again once it is back", what)
+            await asyncio.sleep(_RETRY_PAUSE)
+
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is up, as far as the client knows."""
+        connection = self._connection
+        return connection is not None and _alive(connection)
+
+    def _unreachable(self, what: str) -> BackendError:
+        limit = f"{self._publish_timeout:g}s"
+        if self.connected:
+            why = f"no answer within {limit} (publish_timeout)"
+        else:
+            why = f"not connected for {limit} (publish_timeout); still reconnecting"
+        return BackendError(f"{what}: the broker at {self.safe_url} is unreachable: {why}")
 
     @property
     def _publish_timeout(self) -> float:
@@ -169,7 +237,7 @@ class Link:
             return publisher  # no lock round trip for every message of a pipelined batch
         async with self._channel_lock:
             if self._publisher is None or self._publisher.is_closed:
-                connection = await self.connection(self._publish_timeout)
+                connection = await self.connection()
                 self._publisher = await connection.channel(
                     publisher_confirms=True, on_return_raises=True
                 )
@@ -222,8 +290,11 @@ class Link:
     async def _restore(self, connection: AbstractConnection) -> None:
         if self.restore is None:
             return
+        # a broker that accepts the connection but never answers must not stall reconnection
+        limit = (self._options.connect_timeout + self._options.publish_timeout).total_seconds()
         try:
-            await self.restore(connection)
+            async with asyncio.timeout(limit):
+                await self.restore(connection)
         except QueueyError as exc:
             if _alive(connection):  # the broker refused a declaration: say so, carry on
                 log.error("re-declaring queues after reconnecting failed: %s", exc)

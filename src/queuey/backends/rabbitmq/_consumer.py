@@ -9,9 +9,11 @@ Messages land in a local buffer that ``next`` hands out as ``RabbitMqDelivery`` 
 A consumer is handed the backend's ``Link`` (for channels) and ``Router`` (to publish), never
 the backend; it says it has finished through the ``on_finished`` callback it was given.
 
-A body that is not an envelope never reaches the worker: it is copied verbatim to ``q.dead``
-with the reason "malformed envelope" and acknowledged (if that fails, it is rejected, which
-the main queue's dead-letter exchange also routes to ``q.dead``).
+A body that is not an envelope never reaches the worker: it is copied verbatim to ``q.dead``,
+with its message id, headers and other properties, and the reason "malformed envelope: <what
+is wrong>" (``x-death-reason``), then acknowledged (if that fails, it is rejected, which the main
+queue's dead-letter exchange also routes to ``q.dead``). The consumer counts these
+(``malformed``) and tells ``on_malformed``, if set, so a worker can count them as dead letters.
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ class RabbitMqConsumer:
         self._exhausted = False
         self._unsettled = 0
         self._window = AckWindow()
+        self.malformed = 0
+        """How many malformed messages this consumer moved to the dead letters."""
+        self.on_malformed: Callable[[str | None, str], None] | None = None
+        """Called with ``(message id, reason)`` for each malformed message dead-lettered."""
 
     async def next(self) -> Delivery | None:
         """The next delivery; ``None`` once ``stop`` was called and the buffer is drained.
@@ -166,8 +172,8 @@ class RabbitMqConsumer:
             return None  # its channel died with the connection: the broker redelivers it
         try:
             envelope = Envelope.from_bytes(message.body)
-        except MalformedEnvelopeError:
-            await self._bury_malformed(message)
+        except MalformedEnvelopeError as exc:
+            await self._bury_malformed(message, str(exc))
             self._window.settled(message)
             return None
         if envelope.kind == "topic" and not envelope.job_type:
@@ -178,12 +184,28 @@ class RabbitMqConsumer:
         self._unsettled += 1
         return RabbitMqDelivery(self._origin, message, envelope, self._window)
 
-    async def _bury_malformed(self, message: AbstractIncomingMessage) -> None:
+    async def _bury_malformed(self, message: AbstractIncomingMessage, reason: str) -> None:
         dead = self._origin.dead
-        log.error("malformed message on %s moved to %s", self.base, dead)
+        log.error(
+            "malformed message %s on %s moved to %s: %s",
+            message.message_id,
+            self.base,
+            dead,
+            reason,
+        )
+        self.malformed += 1
+        if self.on_malformed is not None:
+            try:
+                self.on_malformed(message.message_id, reason)
+            except Exception:
+                log.exception("on_malformed callback failed")
+        copy = malformed_message(message.body, self.config.name, reason, message)
+        deadline = self._router.deadline()
         try:
-            await self._router.send(dead, malformed_message(message.body, self.config.name))
-            with translated(f"acknowledging a malformed message on {self.base!r}"):
+            await self._router.send(dead, copy, deadline=deadline)
+            async with self._router.bounded(
+                f"acknowledging a malformed message on {self.base!r}", deadline
+            ):
                 await message.ack()
         except Exception as exc:
             log.error("could not copy a malformed message to %s (%s); rejecting it", dead, exc)

@@ -4,6 +4,7 @@ them from)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 from aio_pika.abc import AbstractChannel
@@ -13,6 +14,8 @@ from queuey.backends.rabbitmq._errors import translated
 from queuey.queues import QueueConfig
 
 __all__ = ["close_quietly", "declare_queue"]
+
+_CLOSE_TIMEOUT = 5.0  # seconds to wait for the broker to confirm a channel.close
 
 
 async def declare_queue(channel: AbstractChannel, config: QueueConfig) -> None:
@@ -33,7 +36,9 @@ async def declare_queue(channel: AbstractChannel, config: QueueConfig) -> None:
 
 
 async def close_quietly(channel: AbstractChannel | None) -> None:
-    """Close ``channel`` if it is open, ignoring failures (it may be dying already)."""
+    """Close ``channel`` if it is open, ignoring failures (it may be dying already), waiting
+    at most a few seconds for a broker that does not answer."""
     if channel is not None and not channel.is_closed:
         with contextlib.suppress(Exception):
-            await channel.close()
+            async with asyncio.timeout(_CLOSE_TIMEOUT):
+                await channel.close()

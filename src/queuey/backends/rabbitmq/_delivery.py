@@ -4,6 +4,9 @@ A delivery publishes before it acknowledges (a retry, deferral or dead letter is
 the broker before the original is acked), so a failure in between yields a duplicate, never a
 loss. A delivery whose channel died with the connection cannot be settled: its settle raises
 ``BackendError`` at once (the broker redelivers the job), without publishing a duplicate first.
+Every settle is bounded by ``publish_timeout`` in total (its publish, hold declaration and ack
+share one deadline), so a worker never waits longer than that on a broker that stopped
+answering.
 
 Plain acks go through the channel's ``AckWindow``: one ``basic.ack(multiple)`` for the
 deliveries handled in order, so a drain sends a fraction of the frames.
@@ -18,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -26,11 +30,10 @@ from aio_pika.abc import AbstractIncomingMessage, AbstractMessage
 from aio_pika.exceptions import ChannelInvalidStateError
 
 from queuey.backends.rabbitmq._acks import AckWindow
-from queuey.backends.rabbitmq._errors import translated
 from queuey.backends.rabbitmq._router import Hold, Router
 from queuey.backends.rabbitmq._wire import dead_headers, envelope_message, retry_headers
 from queuey.envelope import Envelope
-from queuey.errors import BackendError, ConfigError
+from queuey.errors import BackendError, ConfigError, NotSupportedError
 from queuey.queues import QueueConfig
 
 __all__ = ["Origin", "RabbitMqDelivery", "channel_alive"]
@@ -84,6 +87,28 @@ class RabbitMqDelivery:
         """The delivered envelope."""
         return self._envelope
 
+    @property
+    def cancel_requested(self) -> None:
+        """RabbitMQ cannot reach a running job: never cancelled."""
+        return None
+
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        """Raises:
+        NotSupportedError: always; RabbitMQ has no database transaction.
+        """
+        raise NotSupportedError(
+            "ctx.transaction() needs the PostgreSQL backend; RabbitMQ cannot commit a job "
+            "with a database transaction"
+        )
+
+    async def cancelled(self) -> None:
+        """Drop the message (acknowledge it): never called, as nothing cancels it.
+
+        Raises:
+            BackendError: as for ``ack``.
+        """
+        await self._settle(None, None, None)
+
     async def ack(self) -> None:
         """Acknowledge the message.
 
@@ -131,9 +156,12 @@ class RabbitMqDelivery:
         if self._settled:
             raise BackendError(f"delivery of job {self._envelope.job_id} already settled")
         self._settled = True
+        router = self._origin.router
         try:
             if channel_alive(self._message):
-                with translated(f"releasing job {self._envelope.job_id}"):
+                async with router.bounded(
+                    f"releasing job {self._envelope.job_id}", router.deadline()
+                ):
                     await self._message.nack(requeue=True)
         finally:
             self._window.settled(self._message)
@@ -153,6 +181,9 @@ class RabbitMqDelivery:
         if self._settled:
             raise BackendError(f"delivery of job {self._envelope.job_id} already settled")
         self._settled = True
+        router = self._origin.router
+        deadline = router.deadline()  # one bound for the whole settle: publish, then ack
+        acking = f"acknowledging job {self._envelope.job_id}"
         try:
             if not channel_alive(self._message):
                 raise BackendError(
@@ -160,19 +191,21 @@ class RabbitMqDelivery:
                     "the broker will deliver it again"
                 )
             if routing_key is not None and message is not None:
-                await self._publish(routing_key, message, hold)
-                with translated(f"acknowledging job {self._envelope.job_id}"):
+                await self._publish(routing_key, message, hold, deadline)
+                async with router.bounded(acking, deadline):
                     await self._message.ack()
             else:
-                with translated(f"acknowledging job {self._envelope.job_id}"):
+                async with router.bounded(acking, deadline):
                     await self._window.ack(self._message)  # coalesced with its neighbours
         finally:
             self._window.settled(self._message)
             await self._origin.settled()
 
-    async def _publish(self, routing_key: str, message: AbstractMessage, hold: Hold | None) -> None:
+    async def _publish(
+        self, routing_key: str, message: AbstractMessage, hold: Hold | None, deadline: float
+    ) -> None:
         try:
-            await self._origin.router.send(routing_key, message, hold)
+            await self._origin.router.send(routing_key, message, hold, deadline)
         except BaseException as exc:
             # The original is still ours. Requeueing it would redeliver it at once, and a publish
             # that keeps failing (a refused declaration, an oversized message) would spin; the

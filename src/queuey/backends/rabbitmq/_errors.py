@@ -21,9 +21,20 @@ from aio_pika.exceptions import (
 
 from queuey.errors import BackendError, QueueyError
 
-__all__ = ["describe", "password_of", "precondition_message", "redact", "translated"]
+__all__ = [
+    "UnroutableError",
+    "describe",
+    "password_of",
+    "precondition_message",
+    "redact",
+    "translated",
+]
 
 _INEQUIVALENT = re.compile(r"inequivalent arg '([^']+)' for queue '([^']+)'")
+
+
+class UnroutableError(BackendError):
+    """The broker returned a mandatory publish: no queue of that name exists (any more)."""
 
 
 def redact(url: str) -> str:
@@ -99,7 +110,7 @@ def translated(what: str, secret: str | None = None) -> Iterator[None]:
     except ChannelPreconditionFailed as exc:
         raise BackendError(f"{what}: {_blank(precondition_message(exc), secret)}") from exc
     except PublishError as exc:
-        raise BackendError(
+        raise UnroutableError(
             f"{what}: the broker returned the message as unroutable (no such queue)"
         ) from exc
     except DeliveryError as exc:

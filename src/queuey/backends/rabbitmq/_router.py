@@ -6,12 +6,25 @@ declared: a delay needs the queue's durability (the hold queue copies it), and t
 declared again on every new connection (``restore``, run by the ``Link`` before anyone else may
 use the connection). The backend publishes through it, and so do its consumers' deliveries
 (retries, deferrals, dead letters), which never see the backend itself.
+
+A hold queue is declared once per connection, not once per publish: the declaration is
+remembered with the connection's generation and forgotten when the connection is replaced.
+It is also renewed before its ``x-expires`` (twice its TTL) can run out: the broker deletes a
+hold queue that nobody re-declared for that long, and publishing into it does not count, so a
+declaration is trusted for half a TTL only (a message published then has left the hold queue
+long before it could expire). A hold queue deleted behind our back (by an operator, a purge)
+turns a publish into an unroutable return: the router declares it again and publishes once
+more, within the same deadline.
+
+Every publish path takes one deadline, ``publish_timeout`` from the start of the call, and every
+wait after it (the hold declaration and its lock, the channel, the confirm) uses what is left.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -19,7 +32,7 @@ from aio_pika.abc import AbstractConnection, AbstractMessage
 
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
-from queuey.backends.rabbitmq._errors import translated
+from queuey.backends.rabbitmq._errors import UnroutableError, translated
 from queuey.backends.rabbitmq._lifecycle import Lifecycle
 from queuey.backends.rabbitmq._topology import (
     HOLD_INFIX,
@@ -62,6 +75,10 @@ class Router:
         self._granularity = hold_granularity
         self._declared: dict[tuple[Kind, str], QueueConfig] = {}
         self._holds: set[str] = set()
+        self._fresh: dict[str, tuple[int, float]] = {}  # hold -> (link generation, trusted until)
+        self._hold_lock = asyncio.Lock()
+        self.hold_declarations = 0
+        """How many hold-queue declarations were sent to the broker (for tests and operators)."""
 
     # -- the declared queues ------------------------------------------------------------------
 
@@ -128,60 +145,119 @@ class Router:
         name = hold_name(base, ttl)
         return name, Hold(name, base, ttl, config.durable)
 
+    def deadline(self) -> float:
+        """The deadline of a publish path starting now (see ``Link.deadline``)."""
+        return self._link.deadline()
+
+    def bounded(self, what: str, deadline: float) -> AbstractAsyncContextManager[None]:
+        """Run a block by ``deadline`` (see ``Link.bounded``)."""
+        return self._link.bounded(what, deadline)
+
     async def send(
-        self, routing_key: str, message: AbstractMessage, hold: Hold | None = None
+        self,
+        routing_key: str,
+        message: AbstractMessage,
+        hold: Hold | None = None,
+        deadline: float | None = None,
     ) -> None:
-        """Declare ``hold`` if given, then publish ``message`` to ``routing_key`` and await
-        the broker's confirm.
+        """Declare ``hold`` if given (and not declared on this connection yet), then publish
+        ``message`` to ``routing_key`` and await the broker's confirm, all by ``deadline``
+        (default: ``publish_timeout`` from now).
 
         Raises:
-            BackendError: refused, unroutable, or the connection was lost.
+            BackendError: refused, unroutable, the connection was lost, or the deadline passed
+                (the broker is unreachable).
             ShutDownError: the backend is closed.
         """
         self._lifecycle.check_open()
-        if hold is not None:
-            await self._declare_hold(hold)
-        await self._link.publish(routing_key, message)
+        await self._send(
+            routing_key, message, hold, self.deadline() if deadline is None else deadline
+        )
 
     async def publish(self, envelopes: Sequence[Envelope], delay: timedelta | None) -> None:
         """Route every envelope (validating a delay) before sending any, then publish them
-        pipelined: every message goes out at once and the confirms are awaited together. A
-        topic envelope with no subscriber (empty ``job_type``) is not sent.
+        pipelined: every message goes out at once and the confirms are awaited together, all
+        within ``publish_timeout`` from the call. A topic envelope with no subscriber (empty
+        ``job_type``) is not sent.
 
         Raises:
             BackendError: the broker refused or could not route a message (those before it
-                may be published).
+                may be published), or did not answer in time (it is unreachable).
             UnknownQueueError: a delay on a queue never declared here.
             ConfigError: a delay longer than RabbitMQ can hold.
             ShutDownError: the backend is closed.
         """
         self._lifecycle.check_open()
+        deadline = self.deadline()
         plan = [
             (envelope, *self.route(envelope, delay))
             for envelope in envelopes
             if envelope.kind == "job" or envelope.job_type
         ]
         holds = {hold.name: hold for _, _, hold in plan if hold is not None}
-        for hold in holds.values():
-            await self._declare_hold(hold)
+        for needed in holds.values():
+            await self._ensure_hold(needed, deadline)
         if len(plan) == 1:
-            await self._link.publish(plan[0][1], envelope_message(plan[0][0]))
+            envelope, key, hold = plan[0]
+            await self._send(key, envelope_message(envelope), hold, deadline)
             return
         results = await asyncio.gather(
-            *(self._link.publish(key, envelope_message(envelope)) for envelope, key, _ in plan),
+            *(
+                self._send(key, envelope_message(envelope), hold, deadline)
+                for envelope, key, hold in plan
+            ),
             return_exceptions=True,
         )
         for result in results:
             if isinstance(result, BaseException):
                 raise result
 
-    async def _declare_hold(self, hold: Hold) -> None:
-        """Declare (again) the hold queue ``hold``; re-declaring renews its ``x-expires``."""
-        channel = await self._link.declarer()
-        with translated(f"declaring hold queue {hold.name!r}"):
+    async def _send(
+        self, routing_key: str, message: AbstractMessage, hold: Hold | None, deadline: float
+    ) -> None:
+        if hold is not None:
+            await self._ensure_hold(hold, deadline)
+        try:
+            await self._link.publish(routing_key, message, deadline)
+        except UnroutableError:
+            if hold is None:
+                raise
+            # The hold queue is gone (deleted behind our back): declare it again, once.
+            self._fresh.pop(hold.name, None)
+            await self._ensure_hold(hold, deadline)
+            await self._link.publish(routing_key, message, deadline)
+
+    async def _ensure_hold(self, hold: Hold, deadline: float) -> None:
+        """Declare the hold queue ``hold`` unless this connection already did so recently
+        (see the module docstring); concurrent callers wait for one declaration."""
+        if self._is_fresh(hold.name):
+            return
+        what = f"declaring hold queue {hold.name!r}"
+
+        async def declare() -> None:
+            if self._is_fresh(hold.name):
+                return  # declared while we waited (for the lock, or the connection)
+            channel = await self._link.declarer()
+            generation = self._link.generation
+            self.hold_declarations += 1
             await channel.declare_queue(
                 hold.name,
                 durable=hold.durable,
                 arguments=dict(hold_arguments(hold.base, hold.ttl_ms)),
             )
-        self._holds.add(hold.name)
+            trusted = asyncio.get_running_loop().time() + hold.ttl_ms / 2000
+            self._fresh[hold.name] = (generation, trusted)
+            self._holds.add(hold.name)
+
+        async with self.bounded(what, deadline), self._hold_lock:
+            await self._link.again_after_reconnecting(declare, what)
+
+    def _is_fresh(self, name: str) -> bool:
+        fresh = self._fresh.get(name)
+        if fresh is None:
+            return False
+        generation, trusted = fresh
+        if generation != self._link.generation or asyncio.get_running_loop().time() >= trusted:
+            del self._fresh[name]
+            return False
+        return True

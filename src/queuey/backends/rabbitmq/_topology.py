@@ -23,7 +23,11 @@ Hold queues serve retries, ``enqueue_after`` and deferrals alike, so a long dela
 a short one (each queue holds messages of a single TTL, which therefore expire in order).
 Delays are rounded up to the hold granularity (1 s by default) and refused above
 ``MAX_HOLD_MS`` (2147483647 ms, about 24.8 days: twice it must still fit RabbitMQ's 32-bit
-``x-expires``).
+``x-expires``); ``max_hold`` is the longest delay that rounds to no more. A queue's
+``message_ttl`` is refused above ``MAX_TTL_MS`` (2^32 - 1 ms, about 49.7 days, the most
+``x-message-ttl`` takes), and so is a retry policy that could wait longer than ``max_hold``
+(``check_limits``, run by ``declare``): a duration RabbitMQ cannot hold is an error, never
+silently shortened.
 
 Topic queues (``kind="topic"``) are named ``queuey-topic.<topic>``, so a topic never shares a
 broker queue with a typed queue of the same name (a typed queue name would need the explicit
@@ -52,7 +56,9 @@ __all__ = [
     "hold_arguments",
     "hold_name",
     "hold_ttl_ms",
+    "check_limits",
     "main_arguments",
+    "max_hold",
     "ttl_ms",
 ]
 
@@ -99,9 +105,51 @@ def check_name(base: str) -> None:
 
 
 def ttl_ms(duration: timedelta) -> int:
-    """A positive duration as whole milliseconds, rounded up and clamped to [1, MAX_TTL_MS]."""
-    exact = math.ceil(duration / timedelta(milliseconds=1))
-    return min(MAX_TTL_MS, max(1, exact))
+    """A positive duration as whole milliseconds, rounded up, at least 1.
+
+    Raises:
+        ConfigError: more than ``MAX_TTL_MS`` (about 49.7 days), which ``x-message-ttl``
+            cannot hold.
+    """
+    exact = max(1, math.ceil(duration / timedelta(milliseconds=1)))
+    if exact > MAX_TTL_MS:
+        raise ConfigError(
+            f"a message TTL of {duration} is longer than RabbitMQ's x-message-ttl can be "
+            f"({MAX_TTL_MS} ms, about 49.7 days)"
+        )
+    return exact
+
+
+def max_hold(granularity: timedelta) -> timedelta:
+    """The longest delay a hold queue takes with this rounding step: ``MAX_HOLD_MS`` rounded
+    down to a whole number of steps (about 24.8 days)."""
+    step = max(1, math.ceil(granularity / timedelta(milliseconds=1)))
+    return timedelta(milliseconds=(MAX_HOLD_MS // step) * step)
+
+
+def check_limits(config: QueueConfig, longest_delay: timedelta) -> None:
+    """Refuse a queue whose declared durations RabbitMQ cannot hold.
+
+    Args:
+        config: the queue.
+        longest_delay: the longest delay a hold queue takes (``max_hold``).
+
+    Raises:
+        ConfigError: naming the queue: its ``message_ttl`` is over ``MAX_TTL_MS``, or its
+            retry policy may wait longer than ``longest_delay``.
+    """
+    if config.message_ttl is not None:
+        try:
+            ttl_ms(config.message_ttl)
+        except ConfigError as exc:
+            raise ConfigError(f"queue {config.name!r}: message_ttl: {exc}") from None
+    if config.retry is not None and config.retry.problem is None:
+        longest = config.retry.longest_wait
+        if longest > longest_delay:
+            raise ConfigError(
+                f"queue {config.name!r}: retry: waits up to {longest}, longer than RabbitMQ can "
+                f"hold a message ({longest_delay}, about 24.8 days)"
+            )
 
 
 def hold_ttl_ms(delay: timedelta, granularity: timedelta) -> int:

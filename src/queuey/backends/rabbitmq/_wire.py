@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import aio_pika
+from aio_pika.abc import AbstractMessage
 
 from queuey.envelope import Envelope, MalformedEnvelopeError
 
@@ -83,12 +84,41 @@ def retry_headers(error: str) -> dict[str, Any]:
     return {LAST_ERROR_HEADER: error[:_MAX_ERROR_CHARS]}
 
 
-def malformed_message(body: bytes, queue: str) -> aio_pika.Message:
-    """A verbatim, persistent copy of a body that is not an envelope, for ``q.dead``."""
+def malformed_message(
+    body: bytes,
+    queue: str,
+    reason: str = MALFORMED_REASON,
+    original: AbstractMessage | None = None,
+) -> aio_pika.Message:
+    """A verbatim, persistent copy of a body that is not an envelope, for ``q.dead``.
+
+    Args:
+        body: the body, copied as is.
+        queue: the queue it came from (``x-original-queue``).
+        reason: why it is dead (``x-death-reason``): ``"malformed envelope: <what>"``.
+        original: the message it came in; its id, headers and other properties are kept
+            (except ``expiration``, so it stays in ``q.dead``, and ``user_id``, which the broker
+            checks against the publishing connection).
+    """
+    if original is None:
+        return aio_pika.Message(
+            body,
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            headers={REASON_HEADER: reason, ORIGINAL_QUEUE_HEADER: queue},
+        )
     return aio_pika.Message(
         body,
         delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-        headers={REASON_HEADER: MALFORMED_REASON, ORIGINAL_QUEUE_HEADER: queue},
+        headers={**(original.headers or {}), REASON_HEADER: reason, ORIGINAL_QUEUE_HEADER: queue},
+        content_type=original.content_type,
+        content_encoding=original.content_encoding,
+        priority=original.priority,
+        correlation_id=original.correlation_id,
+        reply_to=original.reply_to,
+        message_id=original.message_id,
+        timestamp=original.timestamp,
+        type=original.type,
+        app_id=original.app_id,
     )
 
 

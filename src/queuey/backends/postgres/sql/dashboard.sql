@@ -247,15 +247,15 @@ SELECT kind, queue, paused_by, paused_at FROM {paused} ORDER BY kind, queue;
 -- together or not at all.
 
 -- name: retry
--- Failed rows back to pending, due now, as `queuey failed retry` does: the row %(id)s when
--- not NULL, else every failed row of the filter (kind and queue when not NULL, job type when
+-- Failed rows back to pending, due now, as `queuey failed retry` does: the row %(id)s (failed
+-- or cancelled) when not NULL, else every failed row of the filter (kind and queue when not NULL, job type when
 -- not NULL, text as in list_queue).
 WITH touched AS (
     UPDATE {table}
     SET status = 'pending', attempts = 0, redeliveries = 0, available_at = now(),
         expires_at = now() + (expires_at - available_at), processed_at = NULL,
         claimed_at = NULL, claimed_by = NULL, lease_until = NULL
-    WHERE status = 'failed'
+    WHERE (status = 'failed' OR (status = 'cancelled' AND %(id)s::uuid IS NOT NULL))
       AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
       AND (%(kind)s::text IS NULL OR (kind = %(kind)s::text AND queue = %(queue)s::text))
       AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
@@ -277,10 +277,11 @@ WITH touched AS (
 SELECT (SELECT count(*) FROM touched) AS count, (SELECT count(*) FROM woken) AS woken;
 
 -- name: discard
--- Failed rows deleted: the row %(id)s, or every failed row of the filter (as for retry).
+-- Failed rows deleted: the row %(id)s (failed or cancelled), or every failed row of the filter
+-- (as for retry).
 WITH touched AS (
     DELETE FROM {table}
-    WHERE status = 'failed'
+    WHERE (status = 'failed' OR (status = 'cancelled' AND %(id)s::uuid IS NOT NULL))
       AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
       AND (%(kind)s::text IS NULL OR (kind = %(kind)s::text AND queue = %(queue)s::text))
       AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
@@ -315,4 +316,29 @@ WITH removed AS (
 )
 INSERT INTO {audit} (actor, action, kind, queue, filter, count)
 SELECT %(actor)s, 'resume', %(kind)s, %(queue)s, '', count(*) FROM removed
+RETURNING count;
+
+-- name: cancel
+-- Cancel the job %(id)s, as `queuey jobs cancel` does: a pending (due or scheduled) row becomes
+-- cancelled; so does a running one, whose worker is told on %(cancel_channel)s with
+-- "<owner> <id>" (its later settle is refused by the fence). Audited; returns 1 or 0.
+WITH target AS (
+    SELECT id, status, claimed_by FROM {table}
+    WHERE id = %(id)s::uuid AND status IN ('pending', 'running')
+    FOR UPDATE
+), touched AS (
+    UPDATE {table} AS m
+    SET status = 'cancelled', processed_at = now(), error = 'cancelled from the dashboard',
+        claimed_by = NULL, lease_until = NULL
+    FROM target
+    WHERE m.id = target.id
+    RETURNING m.kind, m.queue, target.status AS was, target.claimed_by AS owner
+), told AS (
+    SELECT pg_notify(%(cancel_channel)s, owner || ' ' || %(id)s::text) FROM touched
+    WHERE was = 'running'
+)
+INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
+SELECT %(actor)s, 'cancel', min(kind), min(queue), %(id)s::uuid, '',
+       count(*) + 0 * (SELECT count(*) FROM told)
+FROM touched
 RETURNING count;

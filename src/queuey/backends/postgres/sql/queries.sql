@@ -133,6 +133,36 @@ SET status = 'failed', error = %(reason)s, processed_at = now(), claimed_by = NU
     lease_until = NULL
 WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
 
+-- name: complete
+-- Success recorded inside the handler's own transaction (ctx.transaction()), fenced like every
+-- settle: done only while this owner still holds the attempt it ran, so a worker that lost its
+-- lease (or a job cancelled meanwhile) matches no row and the caller rolls the handler's
+-- writes back with it.
+UPDATE {table}
+SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
+
+-- name: cancel
+-- Cancel one job. A pending row (due or scheduled) becomes cancelled; so does a running one, so
+-- that every later settle of its worker is refused by the fence, and that worker (the owner it
+-- had) is told on %(channel)s with "<owner> <id>". Returns the status the row had.
+WITH target AS (
+    SELECT id, status, claimed_by FROM {table}
+    WHERE id = %(id)s::uuid AND status IN ('pending', 'running')
+    FOR UPDATE
+), cancelled AS (
+    UPDATE {table} AS m
+    SET status = 'cancelled', processed_at = now(), error = 'cancelled', claimed_by = NULL,
+        lease_until = NULL
+    FROM target
+    WHERE m.id = target.id
+    RETURNING target.status AS was, target.claimed_by AS owner
+)
+SELECT cancelled.was
+FROM cancelled
+LEFT JOIN LATERAL (SELECT pg_notify(%(channel)s, cancelled.owner || ' ' || %(id)s::text)
+                   WHERE cancelled.was = 'running') AS told ON true;
+
 -- name: extend
 -- Heartbeat: push the lease of rows this owner still runs.
 UPDATE {table}
@@ -258,12 +288,12 @@ GROUP BY kind, queue
 ORDER BY kind, queue;
 
 -- name: ops_failed
--- Failed rows (of one queue when %(queue)s is not NULL), oldest failure first, with the first
--- line of their error.
+-- Failed rows (or cancelled ones, as %(status)s says; of one queue when %(queue)s is not
+-- NULL), oldest first, with the first line of their error.
 SELECT id::text AS id, kind, queue, job_type, attempts, processed_at,
        split_part(coalesce(error, ''), E'\n', 1) AS error
 FROM {table}
-WHERE status = 'failed' AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+WHERE status = %(status)s::text AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 ORDER BY processed_at, seq
 LIMIT %(limit)s;
 
@@ -275,7 +305,8 @@ FROM {table}
 WHERE id = %(id)s::uuid;
 
 -- name: ops_retry
--- Failed rows (one id and/or one queue when not NULL) back to pending, due now, with a fresh
+-- Failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL) back to
+-- pending, due now, with a fresh
 -- attempt and redelivery count, the same message TTL window from now, and the last error kept;
 -- one notification per queue wakes its workers. Returns the count per (kind, queue).
 WITH touched AS (
@@ -283,7 +314,7 @@ WITH touched AS (
     SET status = 'pending', attempts = 0, redeliveries = 0, available_at = now(),
         expires_at = now() + (expires_at - available_at), processed_at = NULL,
         claimed_at = NULL, claimed_by = NULL, lease_until = NULL
-    WHERE status = 'failed'
+    WHERE status = %(status)s::text
       AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
       AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
     RETURNING kind, queue
@@ -295,11 +326,11 @@ FROM counted, LATERAL pg_notify(%(channel)s, counted.queue)
 ORDER BY counted.kind, counted.queue;
 
 -- name: ops_discard
--- Delete failed rows (one id and/or one queue when not NULL). Returns the count per
--- (kind, queue).
+-- Delete failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL).
+-- Returns the count per (kind, queue).
 WITH touched AS (
     DELETE FROM {table}
-    WHERE status = 'failed'
+    WHERE status = %(status)s::text
       AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
       AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
     RETURNING kind, queue

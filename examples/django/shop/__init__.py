@@ -1,0 +1,1 @@
+"""A minimal Django project that enqueues queuey jobs in its own transactions."""

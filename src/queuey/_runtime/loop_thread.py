@@ -1,0 +1,190 @@
+"""``ThreadedBackend``: any async ``Backend`` made a ``SyncBackend`` by running its calls on an
+event loop, for ``queuey.sync.Producer`` on RabbitMQ or in memory (PostgreSQL has a real
+synchronous path, ``SyncPostgresBackend``).
+
+Each call is submitted to the loop with ``asyncio.run_coroutine_threadsafe`` and waited for, so
+any number of threads may publish at once: the loop runs their calls one coroutine at a time,
+as it would for concurrent tasks. The loop is either its own, on a daemon thread it starts and
+stops (the backend is then opened and closed there), or one the caller runs on another thread
+(a worker's loop sharing a ``MemoryBackend``), whose backend stays the caller's to open and
+close. Calling it from the thread of that loop would wait forever, so it is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Sequence
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from queuey.backends.base import Backend, CancelResult
+from queuey.envelope import Envelope
+from queuey.errors import BackendError, ShutDownError
+from queuey.queues import QueueConfig
+
+__all__ = ["ThreadedBackend"]
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class _Openable(Protocol):
+    async def open(self) -> None: ...
+
+
+class ThreadedBackend:
+    """A ``SyncBackend`` over an async ``backend``. Open it with ``open()`` or ``with``.
+
+    Args:
+        backend: the async backend (not opened yet when ``loop`` is ``None``).
+        loop: a running loop of another thread that ``backend`` belongs to; ``None`` starts
+            a loop on a daemon thread of its own.
+        timeout: how long a call may take before ``BackendError`` (seconds; default 30).
+    """
+
+    supports_transactions = False
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.backend = backend
+        self.timeout = timeout
+        self._owns_loop = loop is None
+        self._loop = loop
+        self._thread: threading.Thread | None = None
+        self._state = "new"
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<ThreadedBackend {self.backend!r}>"
+
+    def open(self) -> None:
+        """Start the loop thread and open the backend there (when the loop is its own).
+        Idempotent.
+
+        Raises:
+            BackendError: the backend could not be opened.
+            ShutDownError: this ``ThreadedBackend`` was closed.
+        """
+        with self._lock:
+            if self._state == "closed":
+                raise ShutDownError("this ThreadedBackend is closed; create a new one")
+            if self._state == "open":
+                return
+            if self._owns_loop:
+                self._start_thread()
+            self._state = "open"
+        if self._owns_loop and isinstance(self.backend, _Openable):
+            self._call(self.backend.open())
+
+    def _start_thread(self) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=loop.run_forever, name="queuey-sync-loop", daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        """Close the backend and stop the thread (when the loop is its own). Idempotent."""
+        with self._lock:
+            if self._state != "open":
+                self._state = "closed"
+                return
+            self._state = "closed"
+        if not self._owns_loop or self._loop is None:
+            return
+        try:
+            self._submit(self.backend.close())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread is not None:
+                self._thread.join(self.timeout)
+            self._loop.close()
+
+    def __enter__(self) -> ThreadedBackend:
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _call(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the loop and wait for its result.
+
+        Raises:
+            ShutDownError: not open.
+            RuntimeError: called from the loop's own thread (it would wait forever).
+            BackendError: no result within ``timeout``.
+        """
+        if self._state != "open":
+            work.close()
+            raise ShutDownError(f"ThreadedBackend is {self._state}; open it first")
+        return self._submit(work)
+
+    def _submit(self, work: Coroutine[Any, Any, T]) -> T:
+        loop = self._loop
+        if loop is None:
+            work.close()
+            raise ShutDownError("ThreadedBackend has no loop; open it first")
+        if _running_loop() is loop:
+            work.close()
+            raise RuntimeError(
+                "queuey.sync was called from its backend's own event loop; use the async "
+                "Producer there (or call the sync one from another thread)"
+            )
+        future = asyncio.run_coroutine_threadsafe(work, loop)
+        try:
+            return future.result(self.timeout)
+        except TimeoutError:
+            future.cancel()
+            raise BackendError(f"no answer from the backend within {self.timeout:g}s") from None
+
+    def declare(self, queues: Sequence[QueueConfig]) -> None:
+        """As ``Backend.declare``."""
+        self._call(self.backend.declare(queues))
+
+    def publish(
+        self,
+        envelopes: Sequence[Envelope],
+        delay: timedelta | None = None,
+        *,
+        connection: object | None = None,
+    ) -> None:
+        """As ``Backend.publish``; a ``connection`` is refused (an async backend's connection
+        belongs to its loop: use ``SyncPostgresBackend`` to join a caller's transaction).
+
+        Raises:
+            BackendError: a ``connection`` was given, or the backend failed.
+        """
+        if connection is not None:
+            raise BackendError(
+                "ThreadedBackend does not take a connection: join a caller's transaction "
+                "with queuey.sync.PostgresBackend"
+            )
+        self._call(self.backend.publish(envelopes, delay))
+
+    def defer(self, envelope: Envelope, delay: timedelta) -> None:
+        """As ``Backend.defer``."""
+        self._call(self.backend.defer(envelope, delay))
+
+    def cancel(self, job_id: str) -> CancelResult:
+        """As ``Backend.cancel``."""
+        return self._call(self.backend.cancel(job_id))
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -1,0 +1,136 @@
+"""What the async ``Producer`` and its sync twin (``queuey.sync.Producer``) share: turning jobs
+into envelopes, checking that a job belongs to the producer's queue set, that a priority is in
+its queue's range and that each payload is JSON every backend stores alike (``_payload``: a
+``PayloadError`` naming the job type and the field), and reading delays, bounded by what the
+backend can hold (``Backend.max_delay``, at most ``MAX_DURATION``). No I/O: each producer only
+adds how it publishes.
+
+Both producers subclass ``ProducerBase`` and publish exactly what it builds, so the two cannot
+disagree about what an enqueue writes (``tests/unit/test_sync_parity.py`` checks that their
+public methods and parameters stay the same, STYLE rule 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, Generic
+
+from queuey._payload import job_payload
+from queuey.durations import MAX_DURATION, Duration, parse_delay
+from queuey.envelope import Envelope
+from queuey.errors import ConfigError
+from queuey.jobs import Job, Q
+from queuey.queues import QueueConfig
+
+__all__ = ["ProducerBase", "check_priority", "delay_of"]
+
+
+def check_priority(priority: object, queue: QueueConfig) -> int:
+    """``priority`` if it is an integer in ``0..queue.max_priority`` (a topic's range is named
+    as the topic's).
+
+    Raises:
+        TypeError: ``priority`` is not an ``int`` (a ``bool`` is not one).
+        ValueError: out of range; the message names the queue and the range.
+    """
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"priority must be an int, got {type(priority).__name__}")
+    if not 0 <= priority <= queue.max_priority:
+        noun = "topic" if queue.kind == "topic" else "queue"
+        raise ValueError(
+            f"priority {priority} is out of range for {noun} {queue.name!r}: "
+            f"0..{queue.max_priority}"
+        )
+    return priority
+
+
+class ProducerBase(Generic[Q]):
+    """The envelope building of a producer of ``queue_set`` (I/O free)."""
+
+    queue_set: type[Q]
+
+    def _target(self, job_type: type[Any]) -> tuple[str, QueueConfig]:
+        """``(job name, queue config)`` of a job class of this producer's set.
+
+        Raises:
+            TypeError: ``job_type`` is not a job of this producer's queue set.
+        """
+        if not (isinstance(job_type, type) and issubclass(job_type, Job)) or (
+            job_type.job_queue().queue_set is not self.queue_set
+        ):
+            owner = getattr(getattr(job_type, "__queuey_queue__", None), "queue_set", None)
+            raise TypeError(
+                f"{job_type.__qualname__} belongs to "
+                f"{getattr(owner, '__name__', 'no queue set')}, not {self.queue_set.__name__}"
+            )
+        return job_type.job_name(), job_type.job_queue().config
+
+    def _envelope(self, job: Job[Q], priority: int = 0) -> Envelope:
+        """The first-attempt envelope of ``job`` at ``priority``.
+
+        Raises:
+            TypeError: ``job`` belongs to another queue set, or ``priority`` is not an int.
+            ValueError: ``priority`` is outside its queue's ``0..max_priority``.
+            PayloadError: a field is not JSON every backend stores alike.
+        """
+        name, queue = self._target(type(job))
+        priority = check_priority(priority, queue)
+        return Envelope.new(name, queue.name, job_payload(job, name), priority=priority)
+
+    def _deferred(self, job: Job[Q]) -> Envelope:
+        """The envelope of ``defer``: at its queue's top priority.
+
+        Raises:
+            TypeError: ``job`` belongs to another queue set.
+        """
+        name, queue = self._target(type(job))
+        payload = job_payload(job, name)
+        return Envelope.new(name, queue.name, payload, priority=queue.top_priority)
+
+    def _envelopes(self, jobs: Sequence[Job[Q]], priority: int = 0) -> list[Envelope]:
+        """One envelope per job at ``priority``, each job class checked and resolved once per
+        call.
+
+        Raises:
+            TypeError: a job belongs to another queue set (no envelope is returned).
+            ValueError: ``priority`` is outside a job's queue's range.
+        """
+        targets: dict[type[Any], tuple[str, str]] = {}
+        envelopes = []
+        for job in jobs:
+            job_type = type(job)
+            target = targets.get(job_type)
+            if target is None:
+                name, queue = self._target(job_type)
+                target = targets[job_type] = (name, queue.name)
+                check_priority(priority, queue)
+            payload = job_payload(job, target[0])
+            envelopes.append(Envelope.new(target[0], target[1], payload, priority=priority))
+        return envelopes
+
+    def _delay(self, value: Duration | None, what: str) -> timedelta:
+        """``value`` (``None`` = now) as a delay this producer's backend can hold.
+
+        Raises:
+            ConfigError: naming ``what``: not a delay, negative, or longer than the backend's
+                ``max_delay``.
+        """
+        delay = delay_of(value, what)
+        backend = getattr(self, "backend", None)  # each producer's own, typed there
+        limit: timedelta = getattr(backend, "max_delay", MAX_DURATION)  # an older backend
+        if delay > limit:
+            raise ConfigError(
+                f"{what}: {value!r} is longer than {type(backend).__name__} can hold a "
+                f"message ({limit / timedelta(days=1):.3g} days)"
+            )
+        return delay
+
+
+def delay_of(delay: Duration | None, what: str) -> timedelta:
+    """``delay`` parsed (``None`` = now).
+
+    Raises:
+        ConfigError: the delay does not parse or is negative.
+    """
+    return timedelta(0) if delay is None else parse_delay(delay, what)

@@ -1,0 +1,138 @@
+"""``Producer[Q]`` for code with no event loop: the sync twin of ``queuey.Producer``, exported
+as ``queuey.sync.Producer``.
+
+It mirrors the async producer name for name (STYLE rule 6; ``tests/unit/test_sync_parity.py``
+checks the methods and their parameters), builds its envelopes with the same ``ProducerBase``,
+and publishes through a ``SyncBackend``: ``SyncPostgresBackend`` (psycopg's synchronous pool,
+or the caller's own connection) or ``ThreadedBackend`` (any async backend on a loop thread).
+Like the async one, it is generic in its queue set, so ``mypy --strict`` rejects a job of
+another set. It keeps no state of its own between calls: any number of threads may share one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from queuey._runtime.producer_base import ProducerBase
+from queuey.backends.base import CancelResult, SyncBackend
+from queuey.durations import Duration
+from queuey.jobs import Job, Q
+
+__all__ = ["Producer"]
+
+
+class Producer(ProducerBase[Q]):
+    """Enqueues jobs of ``queue_set`` synchronously. Build with ``Producer.create(...)``
+    (declares every queue of the set) or ``Producer.undeclared(...)`` (declares nothing)."""
+
+    def __init__(self, queue_set: type[Q], backend: SyncBackend) -> None:
+        self.queue_set = queue_set
+        self.backend = backend
+
+    @classmethod
+    def create(cls, queue_set: type[Q], backend: SyncBackend) -> Producer[Q]:
+        """A producer whose queues are declared on ``backend`` (which must be open).
+
+        Raises:
+            BackendError: the declaration failed.
+            ShutDownError: the backend is not open.
+        """
+        backend.declare([queue.config for queue in queue_set.all()])
+        return cls(queue_set, backend)
+
+    @classmethod
+    def undeclared(cls, queue_set: type[Q], backend: SyncBackend) -> Producer[Q]:
+        """A producer that declares nothing (on RabbitMQ it cannot ``defer``)."""
+        return cls(queue_set, backend)
+
+    def enqueue(self, job: Job[Q], *, priority: int = 0, connection: Any = None) -> str:
+        """Enqueue ``job`` for now; returns its job id (a UUID string).
+
+        Args:
+            job: a job of this producer's queue set.
+            priority: ``0..max_priority`` of its queue (default 0); higher is delivered first.
+            connection: (PostgreSQL) the caller's psycopg ``Connection`` or Django's
+                ``django.db.connection``; the job then commits or rolls back with the caller's
+                transaction (``transaction.atomic()``).
+
+        Raises:
+            TypeError: ``job`` belongs to another queue set, or ``connection`` is not one.
+            ValueError: ``priority`` is out of its queue's range (the message names both).
+            BackendError: the backend refused it; nothing was enqueued.
+        """
+        envelope = self._envelope(job, priority)
+        self.backend.publish([envelope], connection=connection)
+        return envelope.job_id
+
+    def enqueue_after(
+        self, job: Job[Q], delay: Duration, *, priority: int = 0, connection: Any = None
+    ) -> str:
+        """Enqueue ``job`` to be delivered after ``delay`` (string, ``timedelta`` or seconds;
+        0 = now) at ``priority`` (as for ``enqueue``). Returns its job id.
+
+        Raises:
+            TypeError: ``job`` belongs to another queue set.
+            ValueError: ``priority`` is out of its queue's range.
+            PayloadError: a field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold.
+            BackendError: the backend refused it.
+        """
+        wait = self._delay(delay, "enqueue_after delay")
+        envelope = self._envelope(job, priority)
+        self.backend.publish([envelope], wait, connection=connection)
+        return envelope.job_id
+
+    def defer(self, job: Job[Q], delay: Duration) -> str:
+        """Hold ``job`` for ``delay``, then deliver it at its queue's top priority, ahead of the
+        backlog. Returns its job id.
+
+        Raises:
+            TypeError: ``job`` belongs to another queue set.
+            PayloadError: a field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold.
+            UnknownQueueError: (RabbitMQ) the queue was never declared by this backend.
+        """
+        wait = self._delay(delay, "defer delay")
+        envelope = self._deferred(job)
+        self.backend.defer(envelope, wait)
+        return envelope.job_id
+
+    def enqueue_many(
+        self,
+        jobs: Sequence[Job[Q]],
+        *,
+        delay: Duration | None = None,
+        priority: int = 0,
+        connection: Any = None,
+    ) -> list[str]:
+        """Enqueue ``jobs`` all or none (one round trip on PostgreSQL), each at ``priority``
+        (as for ``enqueue``); returns their ids in order.
+
+        Raises:
+            TypeError: a job belongs to another queue set (nothing is enqueued).
+            ValueError: ``priority`` is out of a job's queue's range (nothing is enqueued).
+            PayloadError: a job's field is not JSON every backend stores alike.
+            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
+                can hold.
+            BackendError: the backend refused them.
+        """
+        wait = self._delay(delay, "enqueue_many delay")
+        envelopes = self._envelopes(jobs, priority)
+        if envelopes:
+            self.backend.publish(envelopes, wait, connection=connection)
+        return [envelope.job_id for envelope in envelopes]
+
+    def cancel(self, job_id: str) -> CancelResult:
+        """Cancel job ``job_id``, as the async ``Producer.cancel`` does.
+
+        Returns:
+            ``"cancelled"``, ``"requested"`` (it was running) or ``"not_found"``.
+
+        Raises:
+            NotSupportedError: (RabbitMQ) a queued message cannot be cancelled.
+            BackendError: the backend failed; nothing changed.
+        """
+        return self.backend.cancel(job_id)

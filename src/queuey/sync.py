@@ -1,0 +1,32 @@
+"""Enqueue from code with no event loop (Django, Flask, scripts): ``queuey.sync.Producer``, the
+sync twin of ``queuey.Producer``, and the synchronous backends it publishes through.
+
+```python
+from queuey import sync
+
+backend = sync.PostgresBackend.connect("postgresql://...")   # psycopg's synchronous pool
+producer = sync.Producer.create(AppQueues, backend)
+with transaction.atomic():                                  # Django on psycopg 3
+    order = Order.objects.create(...)
+    producer.enqueue(SendReceipt(order_id=order.pk), connection=django.db.connection)
+```
+
+- ``PostgresBackend`` (``queuey.backends.postgres.SyncPostgresBackend``): the same statements
+  as the async backend on psycopg's synchronous ``ConnectionPool``; ``connection=`` takes the
+  caller's psycopg ``Connection`` or Django's ``django.db.connection``, and the job commits or
+  rolls back with the caller's transaction.
+- ``ThreadedBackend``: any async backend (``RabbitMqBackend``, ``MemoryBackend``) run on an
+  event loop in a thread: its own, or a running loop of another thread the backend belongs to.
+
+Both are thread-safe: any number of threads may enqueue through one producer at once.
+"""
+
+from queuey._runtime.loop_thread import ThreadedBackend
+from queuey._runtime.sync_producer import Producer
+from queuey.backends.base import SyncBackend
+from queuey.backends.postgres._sync_backend import SyncPostgresBackend as PostgresBackend
+
+__all__ = ["PostgresBackend", "Producer", "SyncBackend", "ThreadedBackend"]
+
+for _exported in (Producer, ThreadedBackend):
+    _exported.__module__ = __name__
