@@ -20,7 +20,7 @@ from concurrent.futures import Executor
 from datetime import timedelta
 from typing import Any
 
-from queuey._runtime.threads import RunThreads
+from queuey._runtime.threads import RunThreads, mark_retrieved
 
 __all__ = ["HandlerTimeoutError", "invoke", "is_coroutine_callable", "run_handler"]
 
@@ -91,7 +91,7 @@ async def _in_thread(
 
     # run_in_executor, not submit: virtual-time loops (looptime) know to wait for it.
     ended = loop.run_in_executor(executor, run)
-    ended.add_done_callback(_retrieved)  # an outcome dropped after a timeout is not "lost"
+    ended.add_done_callback(mark_retrieved)  # an outcome dropped after a timeout is not "lost"
     try:
         await asyncio.wait([started, ended], return_when=asyncio.FIRST_COMPLETED)
         began = started.result() if started.done() else time.monotonic()
@@ -118,11 +118,6 @@ async def _outlive(
     await asyncio.wait([ended])
     if isinstance(executor, RunThreads):
         executor.ended_late(time.monotonic() - began)
-
-
-def _retrieved(ended: asyncio.Future[Any]) -> None:
-    if not ended.cancelled():
-        ended.exception()
 
 
 def _tell(loop: asyncio.AbstractEventLoop, started: asyncio.Future[float], when: float) -> None:

@@ -13,6 +13,9 @@ runner records a dead letter saying which outcome could not be recorded and why
 claimed until its lease only to fail the same way on every run. If even that is not recorded
 (counted too), the delivery is left to the backend's redelivery, as any failed settle.
 
+An outcome is settled only once no thread runs the delivery's plain handler: a run that a
+middleware or a cancellation gave up on while its thread runs on waits for the thread, keeping
+its job held and its slot taken (a plain handler past its timeout already waits in ``invoke``).
 When the worker's own task is cancelled (shutdown past its grace, or forced) while the delivery
 runs, the delivery is released untouched and the cancellation goes on, unless a thread still
 runs its plain handler (``in_thread``): that job is not handed back while it runs here. Nothing
@@ -119,7 +122,28 @@ class Runner:
             fields = self._face.fields(delivery.envelope)
             self._face.log.error("the run failed outside its handler", exc_info=exc, extra=fields)
             outcome = failed(delivery, exc)
+        await self._thread_ended(delivery)
         await self._settle(delivery, outcome)
+
+    async def _thread_ended(self, delivery: Delivery) -> None:
+        """Return once no thread runs ``delivery``'s plain handler: a run given up on while its
+        thread runs (a middleware's own timeout, a cancellation) keeps its job and its slot
+        until the thread ends, so the job never runs twice at once.
+
+        Raises:
+            CancelledError: the calling task was cancelled (the delivery was released once
+                its thread had ended, else left held).
+        """
+        run = self._runs.get(id(delivery))
+        if run is None or not run.running:
+            return
+        run.outlived()
+        try:
+            await run.ended()
+        except asyncio.CancelledError:
+            if not run.running:
+                await release(delivery)
+            raise
 
     async def _settle(self, delivery: Delivery, outcome: Outcome) -> Exception | None:
         """Record ``outcome``, else a dead letter in its place if it was refused for good;

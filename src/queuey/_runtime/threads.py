@@ -15,6 +15,7 @@ and the pool counts the threads stuck so (``HandlerThreads.stuck``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
@@ -22,13 +23,19 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any, TypeVar
 
-__all__ = ["HandlerThreads", "RunThreads"]
+__all__ = ["HandlerThreads", "RunThreads", "mark_retrieved"]
 
 T = TypeVar("T")
 
 log = logging.getLogger("queuey.worker")
 
 _Work = tuple["Future[Any]", Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+def mark_retrieved(ended: asyncio.Future[Any]) -> None:
+    """Mark what a thread raised as seen (nobody awaits an abandoned run's result)."""
+    if not ended.cancelled():
+        ended.exception()
 
 
 class HandlerThreads(Executor):
@@ -193,6 +200,24 @@ class RunThreads(Executor):
                 pool.size,
                 extra=self._fields,
             )
+
+    def outlived(self) -> None:
+        """Report that this run ended (a middleware or a cancellation gave up on it) while its
+        thread runs on: the job stays held and its slot taken until the thread ends."""
+        self._log.warning(
+            "the run of %s ended while its thread still runs: its outcome is recorded, and "
+            "its slot freed, once the thread ends",
+            self.label,
+            extra=self._fields,
+        )
+
+    async def ended(self) -> None:
+        """Return once no thread runs this run's work."""
+        running = [asyncio.wrap_future(future) for future in self._futures if not future.done()]
+        for waiting in running:
+            waiting.add_done_callback(mark_retrieved)
+        if running:
+            await asyncio.wait(running)
 
     def ended_late(self, seconds: float) -> None:
         """Report that the thread of a run that overran ended, ``seconds`` after it started."""

@@ -13,12 +13,16 @@ import signal
 import threading
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from psycopg import sql
 
 from queuey import Job, JobContext, Producer, Queue, QueueSet, RetryPolicy, Worker
+from queuey._outcome import Outcome, RetryAfter
+from queuey._runtime.middleware import CallNext, Middleware
+from queuey.backends.base import Delivery
 from queuey.backends.postgres import PostgresBackend
 from tests.integration.postgres.threads_app import Nap, ThreadQueues, runs_ddl
 from tests.integration.postgres.worker_processes import (
@@ -181,6 +185,45 @@ async def test_the_timeout_of_a_plain_handler_counts_from_its_start(
         worker.shutdown()
         await task
     assert sorted(o for o in outcomes if o[0] >= 2) == [(n, "succeeded", "") for n in range(2, 5)]
+
+
+class GiveUp(Middleware):
+    """Gives up on a run after 200 ms (its own timeout) and asks for a retry."""
+
+    async def around_call(self, delivery: Delivery, call_next: CallNext) -> Outcome:
+        try:
+            return await asyncio.wait_for(call_next(delivery), 0.2)
+        except TimeoutError:
+            return RetryAfter(delivery.envelope.next_attempt(), timedelta(0), "gave up")
+
+
+async def test_a_run_given_up_on_while_its_thread_runs_is_not_retried_before_it_ends(
+    backend: PostgresBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    producer = await Producer.create(StuckQueues, backend)
+    worker = Worker(StuckQueues, backend, middleware=[GiveUp()])
+    runs: list[Run] = []
+
+    @worker.handler(Hang)
+    def hang(job: Hang, ctx: JobContext) -> None:
+        began = time.monotonic()
+        if ctx.attempt == 1:
+            time.sleep(1)
+        runs.append((job.n, ctx.attempt, began, time.monotonic()))
+
+    await producer.enqueue(Hang(n=1))
+    with caplog.at_level(logging.WARNING, logger="queuey.worker"):
+        task = asyncio.create_task(worker.run())
+        try:
+            async with asyncio.timeout(10):
+                while len(runs) < 2:
+                    await asyncio.sleep(0.05)
+        finally:
+            worker.shutdown()
+            await task
+    first, second = sorted(runs, key=lambda run: run[1])
+    assert second[2] >= first[3], "the retry started only once the first thread ended"
+    assert any("ended while its thread still runs" in r.getMessage() for r in caplog.records)
 
 
 async def test_shutdown_keeps_a_running_plain_handler_held_and_says_so(
