@@ -90,9 +90,13 @@ class Runner:
         return functools.partial(self._process, chained, failed, executor)
 
     def _threads(self, executor: Executor, delivery: Delivery) -> RunThreads:
-        envelope = delivery.envelope
-        label = f"job {envelope.job_type} {envelope.job_id}"
-        return RunThreads(executor, label, self._face.log, self._face.fields(envelope))
+        face = self._face
+
+        def describe() -> tuple[str, dict[str, Any]]:
+            envelope = delivery.envelope
+            return f"job {envelope.job_type} {envelope.job_id}", face.fields(envelope)
+
+        return RunThreads(executor, describe, face.log)
 
     async def _process(
         self, call: CallNext, failed: Failed, executor: Executor, delivery: Delivery

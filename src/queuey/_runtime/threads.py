@@ -135,27 +135,24 @@ class HandlerThreads(Executor):
                 thread.join()
 
 
+Describe = Callable[[], tuple[str, dict[str, Any]]]
+"""Names a run for the log, only when something is reported: its label ("job <type> <id>")
+and its structured log fields."""
+
+
 class RunThreads(Executor):
     """One run's use of ``pool``: remembers what it submitted.
 
     Args:
         pool: where the work runs (the worker's ``HandlerThreads``, or any ``Executor``).
-        label: names the run in the log ("job <type> <id>").
-        logger: where ``overran`` reports.
-        fields: the run's structured log fields.
+        describe: names the run in what is reported.
+        logger: where it is reported.
     """
 
-    def __init__(
-        self,
-        pool: Executor,
-        label: str,
-        logger: logging.Logger = log,
-        fields: dict[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, pool: Executor, describe: Describe, logger: logging.Logger = log) -> None:
         self.pool = pool
-        self.label = label
+        self._describe = describe
         self._log = logger
-        self._fields = fields or {}
         self._futures: list[Future[Any]] = []
 
     @property
@@ -174,41 +171,43 @@ class RunThreads(Executor):
         on: WARNING naming the job and how many threads are stuck; ERROR when they are all of
         them (the worker then claims nothing until one ends)."""
         pool = self.pool
+        label, fields = self._describe()
         if not isinstance(pool, HandlerThreads):
             self._log.warning(
                 "%s passed its timeout of %gs; its thread cannot be stopped and runs on: the "
                 "job stays held until it ends",
-                self.label,
+                label,
                 limit,
-                extra=self._fields,
+                extra=fields,
             )
             return
         stuck = pool.overran(self._futures[-1])
         self._log.warning(
             "%s passed its timeout of %gs; its thread cannot be stopped and runs on: the job "
             "stays held and its slot taken until it ends (%d of %d handler threads stuck)",
-            self.label,
+            label,
             limit,
             stuck,
             pool.size,
-            extra=self._fields,
+            extra=fields,
         )
         if stuck >= pool.size:
             self._log.error(
                 "every handler thread (%d) is stuck past its timeout: this worker claims "
                 "nothing until one ends",
                 pool.size,
-                extra=self._fields,
+                extra=fields,
             )
 
     def outlived(self) -> None:
         """Report that this run ended (a middleware or a cancellation gave up on it) while its
         thread runs on: the job stays held and its slot taken until the thread ends."""
+        label, fields = self._describe()
         self._log.warning(
             "the run of %s ended while its thread still runs: its outcome is recorded, and "
             "its slot freed, once the thread ends",
-            self.label,
-            extra=self._fields,
+            label,
+            extra=fields,
         )
 
     async def ended(self) -> None:
@@ -221,11 +220,12 @@ class RunThreads(Executor):
 
     def ended_late(self, seconds: float) -> None:
         """Report that the thread of a run that overran ended, ``seconds`` after it started."""
+        label, fields = self._describe()
         self._log.warning(
             "the thread of %s ended after %.3fs; the job's timeout is recorded now",
-            self.label,
+            label,
             seconds,
-            extra=self._fields,
+            extra=fields,
         )
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:

@@ -73,7 +73,7 @@ async def test_a_plain_handler_past_its_timeout_is_waited_for_then_timed_out(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     pool = HandlerThreads(1)
-    threads = RunThreads(pool, "job t.Slow 1")
+    threads = RunThreads(pool, lambda: ("job t.Slow 1", {}))
     ended: list[float] = []
 
     def slow() -> None:
@@ -101,7 +101,7 @@ async def test_a_plain_handler_past_its_timeout_is_waited_for_then_timed_out(
 
 async def test_a_run_whose_thread_runs_says_so() -> None:
     pool = HandlerThreads(1)
-    threads = RunThreads(pool, "job t.Slow 1")
+    threads = RunThreads(pool, lambda: ("job t.Slow 1", {}))
     release = threading.Event()
     task = asyncio.create_task(invoke(release.wait, (5,), is_async=False, executor=threads))
     while not threads.running:
