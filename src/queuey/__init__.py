@@ -28,6 +28,8 @@ from queuey.jobs import Job, JobContext
 from queuey.producer import Producer
 from queuey.queues import DEFAULT_MAX_PRIORITY, Queue, QueueConfig, QueueSet
 from queuey.retry import Backoff, RetryPolicy
+from queuey.schedule import Schedule
+from queuey.unique import EnqueueResult, Unique
 from queuey.worker import QueueStats, Worker
 
 __version__ = "0.1.0"
@@ -44,6 +46,7 @@ __all__ = [
     "Delivery",
     "DuplicateHandlerError",
     "Duration",
+    "EnqueueResult",
     "Envelope",
     "Fatal",
     "HandlerSignal",
@@ -62,8 +65,10 @@ __all__ = [
     "QueueyError",
     "Retry",
     "RetryPolicy",
+    "Schedule",
     "SchemaError",
     "ShutDownError",
+    "Unique",
     "UnknownQueueError",
     "Worker",
     "parse_delay",

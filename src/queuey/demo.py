@@ -166,7 +166,9 @@ async def _enqueue(tour: Tour, producer: Producer[Any]) -> set[str]:
         ("flaky@example.com", 2),
         ("not-an-address", 0),
     ]
-    ids = {await producer.enqueue(tour.send_email(to=to, flaky_for=flaky)) for to, flaky in emails}
+    ids: set[str] = {
+        await producer.enqueue(tour.send_email(to=to, flaky_for=flaky)) for to, flaky in emails
+    }
     ids.add(await producer.enqueue(tour.resize_image(path="cat.png")))
     ids.add(await producer.enqueue(tour.call_api(endpoint="/v1/things")))
     return ids

@@ -24,31 +24,36 @@ from queuey._validation import Site, check_str, shown
 from queuey.errors import ConfigError
 from queuey.queues import Queue, QueueSet
 from queuey.retry import RetryPolicy
+from queuey.unique import Unique, UniqueKey
 
-__all__ = ["Job", "JobContext", "Q"]
+__all__ = ["Job", "JobContext", "Q", "unique_key_of"]
 
 Q = TypeVar("Q", bound=QueueSet)
 
 
 class Job(BaseModel, Generic[Q]):
     """Base of every job. Subclass ``Job[YourQueueSet]`` with ``queue=`` (required),
-    ``retry=`` (a ``RetryPolicy`` that beats the queue's) and ``name=`` class keywords.
+    ``retry=`` (a ``RetryPolicy`` that beats the queue's), ``name=`` and ``unique=`` (a
+    ``Unique``: refuse a duplicate while the first is pending or running) class keywords.
 
     Raises:
         ConfigError: at class creation, naming the job class, when ``queue`` is missing or
-            belongs to another set, ``retry`` is not a valid ``RetryPolicy``, or ``name`` is
-            not a non-empty string.
+            belongs to another set, ``retry`` is not a valid ``RetryPolicy``, ``name`` is
+            not a non-empty string, or ``unique`` is not a ``Unique`` or names a field the job
+            does not have.
     """
 
     __queuey_queue__: ClassVar[Queue | None] = None
     __queuey_retry__: ClassVar[RetryPolicy | None] = None
     __queuey_name__: ClassVar[str] = ""
+    __queuey_unique__: ClassVar[Unique | None] = None
 
     def __init_subclass__(
         cls,
         queue: Queue | None = None,
         retry: RetryPolicy | None = None,
         name: str | None = None,
+        unique: Unique | None = None,
         **kwargs: Any,
     ) -> None:
         # The class keywords are checked in __pydantic_init_subclass__, once pydantic has
@@ -61,6 +66,7 @@ class Job(BaseModel, Generic[Q]):
         queue: Queue | None = None,
         retry: RetryPolicy | None = None,
         name: str | None = None,
+        unique: Unique | None = None,
         **kwargs: Any,
     ) -> None:
         super().__pydantic_init_subclass__(**kwargs)
@@ -76,6 +82,8 @@ class Job(BaseModel, Generic[Q]):
         if name is not None:
             check_str(name, "name", non_empty=True, site=site)
         cls.__queuey_name__ = name or f"{cls.__module__}.{cls.__qualname__}"
+        if unique is not None:
+            cls.__queuey_unique__ = _checked_unique(site, unique, cls)
 
     @classmethod
     def job_queue(cls) -> Queue:
@@ -93,6 +101,11 @@ class Job(BaseModel, Generic[Q]):
     def job_retry(cls) -> RetryPolicy | None:
         """The job's own retry policy, or ``None`` to use the queue's."""
         return cls.__queuey_retry__
+
+    @classmethod
+    def job_unique(cls) -> Unique | None:
+        """The job's ``Unique`` declaration, or ``None``."""
+        return cls.__queuey_unique__
 
     @classmethod
     def effective_retry(cls) -> RetryPolicy:
@@ -117,6 +130,30 @@ def _bound_queue(site: Site, queue: object, cls: type[Job[Any]]) -> Queue:
             f"{queue.name!r} belongs to {queue.queue_set.__name__}, not {queue_set.__name__}",
         )
     return queue
+
+
+def unique_key_of(job: Job[Any]) -> UniqueKey | None:
+    """``job``'s unique key (``None`` when its class declares no ``unique``)."""
+    unique = type(job).__queuey_unique__
+    if unique is None:
+        return None
+    fields = job.model_dump(mode="json", include=set(unique.by))
+    return unique.key_for(job.job_name(), job.job_queue().name, fields)
+
+
+def _checked_unique(site: Site, unique: object, cls: type[Job[Any]]) -> Unique:
+    """``unique`` if it is a ``Unique`` whose ``by`` names fields of ``cls``.
+
+    Raises:
+        ConfigError: naming the job class and the missing field.
+    """
+    if not isinstance(unique, Unique):
+        raise site.error("unique", f"expected a Unique(...), got {shown(unique)}")
+    unique.check(site)
+    for field_name in unique.by:
+        if field_name not in cls.model_fields:
+            raise site.error("unique", f"by: {field_name!r} is not a field of {cls.__qualname__}")
+    return unique
 
 
 def _declared_set(cls: type[Job[Any]]) -> type[QueueSet] | None:

@@ -8,20 +8,55 @@ Before anything is written, every enqueue also checks that each job's payload is
 backend stores alike (``_payload``: a ``PayloadError`` naming the job type and the field) and
 that a delay is one the backend can hold (a ``ConfigError`` naming it: at most
 ``Backend.max_delay``, itself at most ``MAX_DURATION``).
+
+Every enqueue answers with an ``EnqueueResult``: the job id (a ``str``) that also says whether
+a job was inserted. Only a job whose class declares ``unique=`` can be refused; it goes
+through the backend's ``publish_unique`` (PostgreSQL and memory), every other job through the
+plain ``publish``, exactly as before.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from queuey._runtime.producer_base import ProducerBase
-from queuey.backends.base import Backend, CancelResult, JobInfo, JobLookup
+from queuey.backends.base import Backend, CancelResult, JobInfo, JobLookup, UniqueBackend
 from queuey.durations import Duration
-from queuey.errors import NotSupportedError
-from queuey.jobs import Job, Q
+from queuey.envelope import Envelope
+from queuey.errors import ConfigError, NotSupportedError
+from queuey.jobs import Job, Q, unique_key_of
+from queuey.queues import QueueSet
+from queuey.unique import EnqueueResult, UniqueKey
 
-__all__ = ["Producer"]
+__all__ = ["Producer", "unique_backend", "unique_jobs"]
+
+
+def unique_backend(backend: Backend, what: str) -> UniqueBackend:
+    """``backend`` if it enforces unique keys.
+
+    Raises:
+        ConfigError: it does not (RabbitMQ); the message names ``what`` needed it.
+    """
+    if not isinstance(backend, UniqueBackend):
+        raise ConfigError(
+            f"{what}: unique jobs need PostgreSQL or memory; {type(backend).__name__} has no "
+            "way to refuse a duplicate"
+        )
+    return backend
+
+
+def unique_jobs(queue_set: type[QueueSet]) -> list[str]:
+    """The names of the job classes of ``queue_set`` that declare ``unique=``."""
+    found, stack = [], list(Job.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        queue = cls.__queuey_queue__
+        if queue is not None and queue.queue_set is queue_set and cls.__queuey_unique__:
+            found.append(cls.__qualname__)
+    return sorted(set(found))
 
 
 class Producer(ProducerBase[Q]):
@@ -37,9 +72,14 @@ class Producer(ProducerBase[Q]):
         """A producer whose queues are declared on ``backend``.
 
         Raises:
+            ConfigError: a job class of the set declares ``unique=`` and ``backend`` cannot
+                refuse duplicates (RabbitMQ).
             BackendError: the declaration failed.
             SchemaError: (PostgreSQL) the schema needs ``queuey db migrate``.
         """
+        declaring = unique_jobs(queue_set)
+        if declaring:
+            unique_backend(backend, ", ".join(declaring))
         await backend.declare([queue.config for queue in queue_set.all()])
         return cls(queue_set, backend)
 
@@ -48,8 +88,20 @@ class Producer(ProducerBase[Q]):
         """A producer that declares nothing (on RabbitMQ it cannot ``defer``)."""
         return cls(queue_set, backend)
 
-    async def enqueue(self, job: Job[Q], *, priority: int = 0, connection: Any = None) -> str:
-        """Enqueue ``job`` for now; returns its job id (a UUID string).
+    async def _unique(
+        self,
+        envelopes: list[Envelope],
+        keys: list[UniqueKey | None],
+        delay: timedelta | None,
+        connection: Any,
+    ) -> list[EnqueueResult]:
+        backend = unique_backend(self.backend, envelopes[0].job_type)
+        return await backend.publish_unique(envelopes, keys, delay, connection=connection)
+
+    async def enqueue(
+        self, job: Job[Q], *, priority: int = 0, connection: Any = None
+    ) -> EnqueueResult:
+        """Enqueue ``job`` for now.
 
         Args:
             job: a job of this producer's queue set.
@@ -57,51 +109,63 @@ class Producer(ProducerBase[Q]):
             connection: (PostgreSQL) the caller's psycopg ``AsyncConnection``; the job then
                 commits or rolls back with the caller's transaction.
 
+        Returns:
+            Its job id (a UUID string) as an ``EnqueueResult``, whose ``inserted`` is
+            ``False`` when a unique job's duplicate was refused (the id is then the existing
+            job's).
+
         Raises:
             TypeError: ``job`` belongs to another queue set.
             ValueError: ``priority`` is out of its queue's range (the message names both).
             PayloadError: a field is not JSON every backend stores alike (NaN, a lone
                 surrogate...); nothing was enqueued.
+            ConfigError: ``job`` is unique and the backend cannot refuse duplicates.
             BackendError: the backend refused it; nothing was enqueued.
         """
         envelope = self._envelope(job, priority)
+        if type(job).__queuey_unique__ is not None:
+            (result,) = await self._unique([envelope], [unique_key_of(job)], None, connection)
+            return result
         await self.backend.publish([envelope], connection=connection)
-        return envelope.job_id
+        return EnqueueResult(envelope.job_id)
 
     async def enqueue_after(
         self, job: Job[Q], delay: Duration, *, priority: int = 0, connection: Any = None
-    ) -> str:
+    ) -> EnqueueResult:
         """Enqueue ``job`` to be delivered after ``delay`` (string, ``timedelta`` or seconds;
-        0 = now) at ``priority`` (as for ``enqueue``). Returns its job id.
+        0 = now) at ``priority`` (as for ``enqueue``). Returns what ``enqueue`` returns.
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
             ValueError: ``priority`` is out of its queue's range.
-            PayloadError: a field is not JSON every backend stores alike.
             ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
-                can hold (``backend.max_delay``).
+                can hold (``backend.max_delay``); or as for ``enqueue``.
             BackendError: the backend refused it.
         """
-        wait = self._delay(delay, "enqueue_after delay")
         envelope = self._envelope(job, priority)
+        wait = self._delay(delay, "enqueue_after delay")
+        if type(job).__queuey_unique__ is not None:
+            (result,) = await self._unique([envelope], [unique_key_of(job)], wait, connection)
+            return result
         await self.backend.publish([envelope], wait, connection=connection)
-        return envelope.job_id
+        return EnqueueResult(envelope.job_id)
 
-    async def defer(self, job: Job[Q], delay: Duration) -> str:
+    async def defer(self, job: Job[Q], delay: Duration) -> EnqueueResult:
         """Hold ``job`` for ``delay``, then deliver it at its queue's top priority, ahead of the
-        backlog. Returns its job id.
+        backlog. Returns what ``enqueue`` returns (a unique job is published with its key,
+        due after ``delay``).
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
-            PayloadError: a field is not JSON every backend stores alike.
-            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
-                can hold (``backend.max_delay``).
             UnknownQueueError: (RabbitMQ) the queue was never declared by this backend.
         """
-        wait = self._delay(delay, "defer delay")
         envelope = self._deferred(job)
+        wait = self._delay(delay, "defer delay")
+        if type(job).__queuey_unique__ is not None:
+            (result,) = await self._unique([envelope], [unique_key_of(job)], wait, None)
+            return result
         await self.backend.defer(envelope, wait)
-        return envelope.job_id
+        return EnqueueResult(envelope.job_id)
 
     async def enqueue_many(
         self,
@@ -110,24 +174,29 @@ class Producer(ProducerBase[Q]):
         delay: Duration | None = None,
         priority: int = 0,
         connection: Any = None,
-    ) -> list[str]:
+    ) -> list[EnqueueResult]:
         """Enqueue ``jobs`` all or none (one round trip on PostgreSQL), each at ``priority``
-        (as for ``enqueue``); returns their ids in order.
+        (as for ``enqueue``).
+
+        Returns:
+            One ``EnqueueResult`` per job, in order: a unique job refused as a duplicate (of
+            an earlier job, or of one in this call) has ``inserted=False`` and the holder's id.
 
         Raises:
             TypeError: a job belongs to another queue set (nothing is enqueued).
             ValueError: ``priority`` is out of a job's queue's range (nothing is enqueued).
-            PayloadError: a job's field is not JSON every backend stores alike (nothing is
-                enqueued).
-            ConfigError: ``delay`` does not parse, is negative, or is longer than the backend
-                can hold (``backend.max_delay``).
+            ConfigError: a job is unique and the backend cannot refuse duplicates.
             BackendError: the backend refused them.
         """
         wait = self._delay(delay, "enqueue_many delay")
         envelopes = self._envelopes(jobs, priority)
-        if envelopes:
-            await self.backend.publish(envelopes, wait, connection=connection)
-        return [envelope.job_id for envelope in envelopes]
+        if not envelopes:
+            return []
+        if any(type(job).__queuey_unique__ is not None for job in jobs):
+            keys = [unique_key_of(job) for job in jobs]
+            return await self._unique(envelopes, keys, wait, connection)
+        await self.backend.publish(envelopes, wait, connection=connection)
+        return [EnqueueResult(envelope.job_id) for envelope in envelopes]
 
     async def cancel(self, job_id: str) -> CancelResult:
         """Cancel job ``job_id`` (of any queue): a pending or scheduled job ends

@@ -18,6 +18,7 @@ from queuey._runtime.cancellation import CANCEL_GRACE
 from queuey._runtime.engine import Engine
 from queuey._runtime.faces.job import JobFace
 from queuey._runtime.middleware import Middleware, SettledCallback
+from queuey._runtime.scheduler import Scheduler, job_entries, running, schedule_backend
 from queuey._runtime.stats import QueueStats
 from queuey.backends.base import Backend
 from queuey.durations import Duration, parse_duration
@@ -25,6 +26,7 @@ from queuey.envelope import Envelope
 from queuey.errors import ConfigError
 from queuey.jobs import Job, Q
 from queuey.queues import Queue
+from queuey.schedule import Schedule
 
 __all__ = ["Middleware", "QueueStats", "Worker"]
 
@@ -50,6 +52,9 @@ class Worker(Engine, Generic[Q]):
             ``"cancelled"`` and ``text`` the error or reason ("" on success); for metrics. It
             must not block.
         middleware: ``Middleware`` instances run around each job and told each outcome, after
+            the built-in ones (outcome log, stats, ``on_settled``), in order.
+        schedules: ``Schedule`` values whose slots this worker fires while it runs (every
+            worker given a schedule tries each slot; exactly one enqueue wins).
             the built-in ones (outcome log, stats, cancellation, ``on_settled``), in order.
         cancel_grace: how long a handler whose job was cancelled while it runs may take to
             stop on its own (``ctx.cancelled``) before its task is cancelled (default 5 s).
@@ -60,7 +65,9 @@ class Worker(Engine, Generic[Q]):
 
     Raises:
         ConfigError: a queue of another set, a concurrency that is not a whole number >= 1,
-            a zero duration, or a member of ``middleware`` that is not a ``Middleware``.
+            a zero duration, a member of ``middleware`` that is not a ``Middleware``, a
+            schedule whose job is of another set or whose name is taken, or schedules on a
+            backend that cannot keep them (RabbitMQ).
     """
 
     def __init__(
@@ -76,9 +83,12 @@ class Worker(Engine, Generic[Q]):
         paused: bool = False,
         on_settled: Callable[[Envelope, str, str], None] | None = None,
         middleware: Sequence[Middleware] = (),
+        schedules: Sequence[Schedule] = (),
         cancel_grace: Duration = CANCEL_GRACE,
     ) -> None:
         self.queue_set = queue_set
+        self.schedules = tuple(schedules)
+        self._schedule_entries = job_entries(self.schedules, queue_set, backend)
         self.cancel_grace = parse_duration(cancel_grace, "cancel_grace")
         self.queues = _select_queues(queue_set, queues)
         self.job_timeout = _duration(job_timeout, "job_timeout")
@@ -145,13 +155,15 @@ class Worker(Engine, Generic[Q]):
             paused=self.paused,
             on_settled=on_settled,
             middleware=middleware,
+            schedules=self.schedules,
             cancel_grace=self.cancel_grace,
         )
         copy._face.adopt(self._face)
         return copy
 
     async def run(self) -> None:
-        """Declare the queues, consume until ``shutdown``, then shut down gracefully.
+        """Declare the queues, consume until ``shutdown`` (firing the schedules' slots
+        meanwhile), then shut down gracefully.
 
         Raises:
             BackendError: declaring failed, or a consumer could not go on.
@@ -159,8 +171,11 @@ class Worker(Engine, Generic[Q]):
             RuntimeError: ``run`` is already running.
         """
         with self._exclusive("worker"):
+            entries = self._schedule_entries
             try:
-                await self._consume()
+                scheduler = Scheduler(schedule_backend(self.backend), entries) if entries else None
+                async with running(scheduler):
+                    await self._consume()
             finally:
                 if self.close_backend_on_shutdown:
                     await self.backend.close()

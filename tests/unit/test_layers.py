@@ -39,6 +39,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "queues",
             "jobs",
             "_outcome",
+            "unique",
+            "schedule",
             "_run_scope",
         ),
         (),

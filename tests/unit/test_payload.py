@@ -54,7 +54,7 @@ def storable(value: Any, depth: int = 0) -> bool:
         return depth < MAX_DEPTH and all(storable(v, depth + 1) for v in value)
     if isinstance(value, dict):
         return depth < MAX_DEPTH and all(
-            storable(k, MAX_DEPTH) and storable(v, depth + 1) for k, v in value.items()
+            storable(_key_text(k), MAX_DEPTH) and storable(v, depth + 1) for k, v in value.items()
         )
     return False
 
@@ -109,6 +109,12 @@ def test_a_job_is_taken_exactly_when_its_json_fields_are_storable(
         return
     assert storable(_json_types(dumped))
     assert payload == order.model_dump(mode="json")
+
+
+def _key_text(key: Any) -> Any:
+    """A dict key as JSON writes it: a number key is written as its text (so an infinite float
+    key is the storable string "inf"), a string key as itself."""
+    return str(key) if isinstance(key, int | float) and not isinstance(key, bool) else key
 
 
 def _json_types(value: Any) -> Any:

@@ -22,6 +22,8 @@ BELOW_BACKENDS = frozenset(
         "queuey.durations",
         "queuey._validation",
         "queuey.secrets",
+        "queuey.unique",
+        "queuey.schedule",
         "queuey.backends.base",
         "queuey.backends._unclosed",
         "queuey.backends._quiet",

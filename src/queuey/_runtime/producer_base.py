@@ -49,12 +49,15 @@ class ProducerBase(Generic[Q]):
     """The envelope building of a producer of ``queue_set`` (I/O free)."""
 
     queue_set: type[Q]
+    refuses_unique = False
+    """A producer that cannot enforce ``unique=`` refuses such jobs rather than ignore it."""
 
     def _target(self, job_type: type[Any]) -> tuple[str, QueueConfig]:
         """``(job name, queue config)`` of a job class of this producer's set.
 
         Raises:
             TypeError: ``job_type`` is not a job of this producer's queue set.
+            ConfigError: ``job_type`` declares ``unique=`` and this producer refuses those.
         """
         if not (isinstance(job_type, type) and issubclass(job_type, Job)) or (
             job_type.job_queue().queue_set is not self.queue_set
@@ -63,6 +66,11 @@ class ProducerBase(Generic[Q]):
             raise TypeError(
                 f"{job_type.__qualname__} belongs to "
                 f"{getattr(owner, '__name__', 'no queue set')}, not {self.queue_set.__name__}"
+            )
+        if self.refuses_unique and job_type.__queuey_unique__ is not None:
+            raise ConfigError(
+                f"{job_type.__qualname__} declares unique=...: enqueue it with the async "
+                "queuey.Producer (this producer cannot refuse a duplicate)"
             )
         return job_type.job_name(), job_type.job_queue().config
 

@@ -25,7 +25,12 @@ __all__ = ["Producer"]
 
 class Producer(ProducerBase[Q]):
     """Enqueues jobs of ``queue_set`` synchronously. Build with ``Producer.create(...)``
-    (declares every queue of the set) or ``Producer.undeclared(...)`` (declares nothing)."""
+    (declares every queue of the set) or ``Producer.undeclared(...)`` (declares nothing).
+
+    A job whose class declares ``unique=`` is refused with a ``ConfigError`` (enqueue it with the
+    async ``queuey.Producer``)."""
+
+    refuses_unique = True
 
     def __init__(self, queue_set: type[Q], backend: SyncBackend) -> None:
         self.queue_set = queue_set

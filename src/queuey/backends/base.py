@@ -26,6 +26,15 @@ Semantics every backend honours, proven by ``tests/conformance``:
 ``SyncBackend`` is the publishing half of ``Backend`` for code without an event loop
 (``queuey.sync.Producer``): the same methods, the same semantics, called synchronously.
 
+Two optional capabilities, each a Protocol of its own (PostgreSQL and memory have both,
+RabbitMQ neither):
+
+- ``UniqueBackend``: ``publish_unique`` refuses a duplicate of a unique key while the first is
+  in a refused state (one statement, no read-then-write race); ``publish_once`` records a
+  publication once per idempotency key within a window.
+- ``ScheduleBackend``: the backend's clock and the schedules' shared state (last slot fired,
+  paused), so every worker that knows a schedule agrees on it.
+
 A backend that keeps per-job state (PostgreSQL, memory) also implements ``JobLookup``: a job's
 state by the id ``enqueue`` returned, as a ``JobInfo``.
 """
@@ -41,6 +50,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
+from queuey.schedule import ScheduleRecord
+from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State, UniqueKey
 
 __all__ = [
     "Backend",
@@ -50,8 +61,10 @@ __all__ = [
     "JobInfo",
     "JobLookup",
     "JobState",
+    "ScheduleBackend",
     "SyncBackend",
     "SyncJobLookup",
+    "UniqueBackend",
 ]
 
 CancelResult = Literal["cancelled", "requested", "not_found"]
@@ -262,6 +275,79 @@ class Backend(Protocol):
 
     async def close(self) -> None:
         """Release connections. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class UniqueBackend(Backend, Protocol):
+    """A backend that enforces unique keys and idempotency keys."""
+
+    async def publish_unique(
+        self,
+        envelopes: Sequence[Envelope],
+        keys: Sequence[UniqueKey | None],
+        delay: timedelta | None = None,
+        *,
+        connection: object | None = None,
+    ) -> list[EnqueueResult]:
+        """Publish ``envelopes`` like ``publish`` (all or none), each with its unique key
+        (``keys[i]``, ``None`` for none): an envelope whose key a job in a refused state holds
+        is not inserted (with ``replace``, a pending holder takes its payload, headers and due
+        time). Envelopes of one call sharing a key act as if published one after another.
+
+        Returns:
+            One result per envelope, in order: its id and ``inserted=True``, or the holder's id
+            and ``inserted=False``.
+
+        Raises:
+            BackendError: nothing was published.
+        """
+        ...
+
+    async def publish_once(
+        self,
+        envelopes: Sequence[Envelope],
+        idempotency: IdempotencyKey,
+        *,
+        connection: object | None = None,
+    ) -> FirstPublication:
+        """Publish ``envelopes`` unless ``idempotency.key`` was used within its window; then
+        write nothing and answer with the first publication's ids and fingerprint.
+
+        Raises:
+            BackendError: nothing was published.
+        """
+        ...
+
+
+@runtime_checkable
+class ScheduleBackend(Protocol):
+    """The shared state of periodic schedules, and the clock their slots are read on."""
+
+    async def clock(self) -> datetime:
+        """The backend's current time, timezone-aware (the database's ``now()``)."""
+        ...
+
+    async def job_state(self, job_id: str) -> State | None:
+        """The state of job ``job_id``; ``None`` when there is no such job (any more)."""
+        ...
+
+    async def register_schedules(self, records: Sequence[ScheduleRecord]) -> None:
+        """Create the schedules that do not exist yet and update their expression and time
+        zone; their last slot and paused flag are kept."""
+        ...
+
+    async def list_schedules(self, names: Sequence[str] | None = None) -> list[ScheduleRecord]:
+        """The known schedules (those of ``names`` only, when given), by name."""
+        ...
+
+    async def record_fired(self, name: str, slot: datetime, job_id: str) -> None:
+        """Slot ``slot`` of schedule ``name`` was fired (or found fired) as job ``job_id``;
+        the schedule's last slot only moves forward."""
+        ...
+
+    async def set_schedule_paused(self, name: str, paused: bool) -> bool:
+        """Pause or resume schedule ``name``; ``False`` when no such schedule is known."""
         ...
 
 

@@ -3,9 +3,9 @@
 The root group and the shared helpers are in ``_root``; commands live beside it: ``_jobs``
 (demo, worker, db migrate), ``_topics`` (run, publish), ``_http`` (serve), ``_ops`` (status,
 failed), ``_jobs_cmd`` (jobs cancel) and ``_jobs_show`` (jobs show), both on the ``jobs`` group
-of ``_jobs_group``, and the others. Exit codes: 0 done, 1 nothing found, 2 bad usage, 3 the
-server cannot be reached.
-Messages never show a DSN password.
+of ``_jobs_group``, ``_schedules`` (schedules list|pause|resume) and the others. Exit codes: 0
+done, 1 nothing found, 2 bad usage, 3 the server cannot be reached. Messages never show a DSN
+password.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from queuey.cli import (
     _jobs_group,
     _jobs_show,
     _ops,
+    _schedules,
     _topics,
 )
 from queuey.cli._root import (
@@ -46,6 +47,7 @@ __all__ = [
     "_jobs_group",
     "_jobs_show",
     "_ops",
+    "_schedules",
     "_topics",
     "describe_backend",
     "main",

@@ -5,9 +5,11 @@ with ``queuey serve``. A request is checked in this order, and the first failing
 (DESIGN §3): 405 not POST; 404 the policy is private; 401 credentials missing, or present and
 invalid (even on a public route); 403 wrong role or organisation class; 413 body over the limit;
 400 body not JSON; 400 not a topic (or a priority, from the ``priority`` query parameter or
-the ``X-Queuey-Priority`` header, that is not a whole number in range); then 202 with the
-publication, or 500 when the database fails. Every error body is ``{"error": "..."}`` and
-never quotes a credential.
+the ``X-Queuey-Priority`` header, that is not a whole number in range, or a malformed
+``Idempotency-Key``); then 202 with the publication, or 500 when the database fails. With an
+``Idempotency-Key`` header, a key already used within ``[queues] idempotency_hours`` writes
+nothing and answers 200 with the first publication; the same key with another topic or body is
+409. Every error body is ``{"error": "..."}`` and never quotes a credential.
 
 Whatever follows ``{base}/queues/`` is the topic, so a malformed one (empty, with a slash,
 encoded or not, a newline or another character a topic cannot have) reaches the topic check
@@ -42,7 +44,13 @@ from queuey.http.body import (
 from queuey.http.config import HttpConfig
 from queuey.http.credentials import CredentialAuthenticator
 from queuey.http.openapi import openapi_document
-from queuey.topics.publication import InvalidTopicError, Publisher
+from queuey.topics.publication import (
+    IdempotencyConflictError,
+    InvalidTopicError,
+    KeyedPublisher,
+    Publication,
+    Publisher,
+)
 
 __all__ = ["PRIORITY_HEADER", "QUEUE_FAILED", "publish_app"]
 
@@ -133,7 +141,8 @@ class _PublishEndpoint:
         message = await self._message(request)
         published_by = "" if principal is None else principal.id
         topic, priority = request.path_params["topic"], _priority(request)
-        return await self._record(topic, message, published_by, priority)
+        key = _idempotency_key(request)
+        return await self._record(topic, message, published_by, priority, key)
 
     async def openapi(self, request: Request) -> Response:
         document = openapi_document(self._config, self._access, version=queuey.__version__)
@@ -164,18 +173,37 @@ class _PublishEndpoint:
             raise HTTPException(400, str(exc)) from None
 
     async def _record(
-        self, topic: str, message: JsonValue, published_by: str, priority: int
+        self, topic: str, message: JsonValue, published_by: str, priority: int, key: str | None
     ) -> Response:
         try:
-            publication = await self._publisher.publish(
-                topic, message, published_by, priority=priority
-            )
+            publication = await self._publish(topic, message, published_by, priority, key)
         except (InvalidTopicError, ValueError) as exc:  # a bad topic, then a bad priority
             raise HTTPException(400, str(exc)) from None
         except BackendError as exc:
             logger.error("publishing to topic %r failed: %s", topic, exc)
             raise HTTPException(500, QUEUE_FAILED) from None
-        return JSONResponse(publication.as_json(), status_code=202)
+        status = 200 if publication.replayed else 202
+        return JSONResponse(publication.as_json(), status_code=status)
+
+    async def _publish(
+        self, topic: str, message: JsonValue, published_by: str, priority: int, key: str | None
+    ) -> Publication:
+        """Publish, with ``key`` when there is one.
+
+        Raises:
+            HTTPException: 409 for a key used with another topic or body; 400 for a key given
+                to a publisher that takes none.
+        """
+        if key is None:
+            return await self._publisher.publish(topic, message, published_by, priority=priority)
+        if not isinstance(self._publisher, KeyedPublisher):
+            raise HTTPException(400, "this endpoint does not take an Idempotency-Key")
+        try:
+            return await self._publisher.publish(
+                topic, message, published_by, priority=priority, key=key
+            )
+        except IdempotencyConflictError as exc:
+            raise HTTPException(409, str(exc)) from None
 
 
 def _priority(request: Request) -> int:
@@ -189,6 +217,29 @@ def _priority(request: Request) -> int:
     if not _WHOLE.fullmatch(raw.strip()):
         raise HTTPException(400, f"priority must be a whole number, got {raw[:20]!r}")
     return int(raw)
+
+
+IDEMPOTENCY_KEY = "Idempotency-Key"
+MAX_KEY_CHARS = 255
+
+
+def _idempotency_key(request: Request) -> str | None:
+    """The ``Idempotency-Key`` header: a token or a quoted string (the IETF draft's form) of 1
+    to 255 visible ASCII characters; ``None`` when absent.
+
+    Raises:
+        HTTPException: 400 when it is present but malformed.
+    """
+    raw = request.headers.get(IDEMPOTENCY_KEY)
+    if raw is None:
+        return None
+    key = raw.strip()
+    if len(key) >= 2 and key[0] == key[-1] == '"':
+        key = key[1:-1]
+    if not 0 < len(key) <= MAX_KEY_CHARS or not all(" " < c <= "~" for c in key):
+        message = f"{IDEMPOTENCY_KEY}: expected 1 to {MAX_KEY_CHARS} visible ASCII characters"
+        raise HTTPException(400, message)
+    return key
 
 
 def _challenge(config: HttpConfig) -> str:

@@ -83,6 +83,18 @@ def _operation(config: HttpConfig, policy: AccessPolicy) -> dict[str, Any]:
                 "description": "The priority, when the `priority` query parameter is absent",
                 "schema": {"type": "integer", "minimum": 0, "maximum": TOPIC_MAX_PRIORITY},
             },
+            {
+                "name": "Idempotency-Key",
+                "in": "header",
+                "required": False,
+                "description": (
+                    "Makes a retried request safe: the same key within the app's "
+                    "`idempotency_hours` (default 24) writes nothing and answers 200 with the "
+                    "first publication; the same key with another topic or body is 409. A "
+                    "token or a quoted string of 1 to 255 visible ASCII characters."
+                ),
+                "schema": {"type": "string", "minLength": 1, "maxLength": 257},
+            },
         ],
         "requestBody": {"required": False, "content": {"application/json": {"schema": {}}}},
         "responses": _responses(),
@@ -91,19 +103,22 @@ def _operation(config: HttpConfig, policy: AccessPolicy) -> dict[str, Any]:
 
 def _responses() -> dict[str, Any]:
     errors = {
-        "400": "The body is not JSON, the topic is not a topic, or the priority is out of range",
+        "400": "The body is not JSON, the topic is not a topic, the priority is out of range, "
+        "or the Idempotency-Key is malformed",
         "401": "Credentials are missing or invalid",
         "403": "The caller lacks the role or organisation class",
+        "409": "The Idempotency-Key was used for another topic or body; nothing was recorded",
         "413": "The body is larger than the limit",
         "500": "The message could not be queued; nothing was recorded",
     }
+    publication = {"application/json": {"schema": {"$ref": "#/components/schemas/Publication"}}}
     responses: dict[str, Any] = {
-        "202": {
-            "description": "Recorded once per subscriber",
-            "content": {
-                "application/json": {"schema": {"$ref": "#/components/schemas/Publication"}}
-            },
-        }
+        "200": {
+            "description": "The Idempotency-Key was used before: nothing was recorded, this is "
+            "the first publication",
+            "content": publication,
+        },
+        "202": {"description": "Recorded once per subscriber", "content": publication},
     }
     for status, description in errors.items():
         content = {"application/json": {"schema": _ERROR}}

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from queuey._validation import Site, check_bool, check_int, check_str, shown
+from queuey.topics.schedule import TopicSchedule, parse_schedules
 
 __all__ = ["MAX_TOPIC_CHARS", "QueuesConfig", "topic_error"]
 
@@ -46,6 +47,7 @@ _COUNTS = {
     "lease_secs": (1, _MAX_INT),
     "retain_hours": (0, _MAX_INT),
     "max_redeliveries": (1, _MAX_INT),
+    "idempotency_hours": (1, _MAX_INT),
 }
 _SITE = Site.table("queues")
 
@@ -81,6 +83,11 @@ class QueuesConfig:
             handling it) before it is left failed, so a message that keeps killing its
             process does not cycle forever (>= 1; DESIGN §7).
         publish: who may publish over HTTP (the access grammar); ``"private"``: nobody.
+        idempotency_hours: how long an idempotency key is remembered (the HTTP
+            ``Idempotency-Key`` header, ``publish(key=...)``): a reuse within it writes nothing
+            and answers with the first publication (>= 1).
+        schedule: topic → ``TopicSchedule`` (``[queues.schedule]``): published periodically
+            by ``queuey run`` (every process of the app tries each slot; it is published once).
 
     Raises:
         ConfigError: a value of the wrong type or out of range, or an invalid topic; the
@@ -98,6 +105,8 @@ class QueuesConfig:
     retain_hours: int = 24
     publish: str = "private"
     max_redeliveries: int = 5
+    idempotency_hours: int = 24
+    schedule: Mapping[str, TopicSchedule] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         check_bool(self.enabled, "enabled", site=_SITE)
@@ -113,6 +122,12 @@ class QueuesConfig:
                 "digit, at most 63 characters in all)",
             )
         object.__setattr__(self, "subscribe", _normalise_subscribe(self.subscribe))
+        schedule = self.schedule
+        if not isinstance(schedule, Mapping) or not all(
+            isinstance(value, TopicSchedule) for value in schedule.values()
+        ):
+            parsed = parse_schedules(self.schedule, self.prefix, self.valid_topic, topic_error)
+            object.__setattr__(self, "schedule", parsed)
 
     def channel(self) -> str:
         """The NOTIFY channel this app's publishers and subscribers meet on:

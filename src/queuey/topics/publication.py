@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from queuey.errors import QueueyError
 
-__all__ = ["InvalidTopicError", "Publication", "Publisher"]
+__all__ = [
+    "IdempotencyConflictError",
+    "InvalidTopicError",
+    "KeyedPublisher",
+    "Publication",
+    "Publisher",
+]
 
 
 class InvalidTopicError(QueueyError, ValueError):
     """A topic that breaks seed ``000``'s rule: 1..200 characters after trimming, each an ASCII
     letter or digit or one of ``. _ - :``."""
+
+
+class IdempotencyConflictError(QueueyError, ValueError):
+    """An idempotency key used within its window for another topic or body (the HTTP endpoint
+    answers 409)."""
 
 
 @dataclass(frozen=True)
@@ -24,15 +35,18 @@ class Publication:
             the id of the one handled row that records the publish.
         topic: the trimmed topic.
         delivered: the number of subscribers (0 is not an error).
+        replayed: ``True`` when an idempotency key was already used within its window: nothing
+            was written, and this is the first publication (its id).
     """
 
     id: str
     topic: str
     delivered: int
+    replayed: bool = False
 
     def as_json(self) -> dict[str, Any]:
         """``{"id": ..., "topic": ..., "delivered": N}``."""
-        return asdict(self)
+        return {"id": self.id, "topic": self.topic, "delivered": self.delivered}
 
 
 class Publisher(Protocol):
@@ -50,6 +64,38 @@ class Publisher(Protocol):
             PayloadError: ``payload`` is not JSON every backend stores alike (NaN, a lone
                 surrogate...); the message names the topic and the path inside the payload;
                 nothing is written.
+            BackendError: the database failed; nothing is written.
+        """
+        ...
+
+
+@runtime_checkable
+class KeyedPublisher(Publisher, Protocol):
+    """A publisher that also takes an idempotency key (``TopicPublisher``); the HTTP endpoint
+    honours the ``Idempotency-Key`` header only through one.
+
+    Attributes:
+        takes_idempotency_keys: always ``True`` (marks the capability).
+    """
+
+    takes_idempotency_keys: bool
+
+    async def publish(
+        self,
+        topic: str,
+        payload: Any,
+        published_by: str = "",
+        *,
+        priority: int = 0,
+        key: str | None = None,
+    ) -> Publication:
+        """As ``Publisher.publish``; with ``key``, only if the key was not used within the
+        app's window (else the first publication, ``replayed=True``).
+
+        Raises:
+            InvalidTopicError: ``topic`` breaks the topic rule; nothing is written.
+            ValueError: ``key`` is empty or too long.
+            IdempotencyConflictError: ``key`` was used for another topic or body.
             BackendError: the database failed; nothing is written.
         """
         ...

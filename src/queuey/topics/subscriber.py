@@ -9,6 +9,9 @@ message whose function is not loaded fails the same way, with a reason saying so
 subscriptions are also reported (ERROR) at start-up. ``enabled = false`` starts it paused:
 nothing is handled, publishing still records, and ``resume`` picks everything up.
 
+The ``[queues.schedule]`` topics are published while it runs, each slot with the idempotency
+key (schedule, slot), so every process of the app may run them: each slot is published once.
+
 Waking on NOTIFY, polling every ``poll_secs``, lease reclaim and the retention sweep are the
 backend's (``PostgresBackend`` is built with ``poll_secs``, ``lease_secs`` and ``retain_hours``).
 Each outcome is logged on ``queuey.topics`` with ``topic``, ``subscriber``, ``message_id`` and
@@ -19,18 +22,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from queuey._runtime.engine import Engine
 from queuey._runtime.middleware import Middleware
+from queuey._runtime.scheduler import Entry, Fire, Scheduler, running, schedule_backend
 from queuey.backends.base import Backend
 from queuey.durations import Duration, parse_duration
 from queuey.queues import QueueConfig
+from queuey.schedule import slot_key
 from queuey.topics._decision import not_loaded
 from queuey.topics._face import TopicFace
 from queuey.topics.config import QueuesConfig
 from queuey.topics.function import Function
+from queuey.topics.publisher import TopicPublisher
+from queuey.topics.schedule import TopicSchedule
+from queuey.unique import EnqueueResult
 
-__all__ = ["Subscriber", "topic_queue"]
+__all__ = ["Subscriber", "topic_entries", "topic_queue"]
 
 log = logging.getLogger("queuey.topics")
 
@@ -46,6 +55,28 @@ def topic_queue(topic: str, config: QueuesConfig) -> QueueConfig:
         max_priority=0,
         job_types=tuple(config.subscribers(topic)),
     )
+
+
+def topic_entries(config: QueuesConfig, backend: Backend) -> list[Entry]:
+    """The entries that publish ``config``'s ``[queues.schedule]`` topics on ``backend``.
+
+    Raises:
+        ConfigError: there are schedules and ``backend`` cannot keep them (RabbitMQ).
+    """
+    if not config.schedule:
+        return []
+    schedule_backend(backend)
+    publisher = TopicPublisher(config, backend)
+    return [Entry(plan, _publisher(publisher, plan)) for plan in config.schedule.values()]
+
+
+def _publisher(publisher: TopicPublisher, plan: TopicSchedule) -> Fire:
+    async def fire(slot: datetime) -> EnqueueResult:
+        key = slot_key(plan.name, slot)
+        publication = await publisher.publish(plan.topic, plan.payload, key=key)
+        return EnqueueResult(publication.id, not publication.replayed)
+
+    return fire
 
 
 class Subscriber(Engine):
@@ -70,7 +101,8 @@ class Subscriber(Engine):
 
     Raises:
         ConfigError: a ``concurrency`` that is not a whole number >= 1, a zero
-            ``shutdown_grace``, or a member of ``middleware`` that is not a ``Middleware``.
+            ``shutdown_grace``, a member of ``middleware`` that is not a ``Middleware``, or
+            ``[queues.schedule]`` entries on a backend that cannot keep schedules.
     """
 
     def __init__(
@@ -87,6 +119,7 @@ class Subscriber(Engine):
         self.config = config
         self.functions = functions
         self.queues = [topic_queue(topic, config) for topic in config.topics()]
+        self._schedule_entries = topic_entries(config, backend)
         super().__init__(
             backend,
             TopicFace(config, functions),
@@ -118,9 +151,12 @@ class Subscriber(Engine):
             RuntimeError: ``run`` is already running.
         """
         with self._exclusive("subscriber"):
+            entries = self._schedule_entries
+            scheduler = Scheduler(schedule_backend(self.backend), entries) if entries else None
             try:
                 self._report()
-                await self._consume()
+                async with running(scheduler):
+                    await self._consume()
             finally:
                 log.info("topic subscriber stopped")
 

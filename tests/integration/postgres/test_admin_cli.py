@@ -143,7 +143,7 @@ async def land(database_url: str, pg_schema: str) -> AsyncIterator[Land]:
     }
     worker = build_worker(backend, state)
     producer = await Producer.create(OpsQueues, backend)
-    ids = {
+    ids: dict[str, str] = {
         "bad1": await producer.enqueue(SendEmail(to="bad1@example.com")),
         "bad2": await producer.enqueue(SendEmail(to="bad2@example.com")),
         "ok": await producer.enqueue(SendEmail(to="ok@example.com")),

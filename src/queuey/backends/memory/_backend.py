@@ -10,7 +10,7 @@ shares the state.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.memory._consumer import MemoryConsumer
@@ -19,6 +19,8 @@ from queuey.durations import MAX_DURATION
 from queuey.envelope import Envelope, Kind
 from queuey.errors import BackendError
 from queuey.queues import QueueConfig
+from queuey.schedule import ScheduleRecord
+from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State, UniqueKey
 
 __all__ = ["MemoryBackend"]
 
@@ -32,14 +34,22 @@ class MemoryBackend:
     ``await wait_idle()`` and ``await job(job_id)``. Topics
     (``kind="topic"``) live beside typed queues of the same name without colliding; the helpers
     take ``kind`` for them.
+
+    Unique keys, idempotency keys and schedules behave as on PostgreSQL, on the backend's wall
+    clock: the real time at first use (or ``start``), advancing with the event loop's clock.
+
+    Args:
+        start: the wall time the backend's clock reads at first use (aware ``datetime``;
+            default: the real time), e.g. to run a schedule across a daylight saving change
+            under virtual time.
     """
 
     supports_transactions = False
     max_delay = MAX_DURATION
     """Any delay queuey takes: the event loop's timers hold it."""
 
-    def __init__(self, *, _store: Store | None = None) -> None:
-        self._store = _store or Store()
+    def __init__(self, *, start: datetime | None = None, _store: Store | None = None) -> None:
+        self._store = _store or Store(start)
 
     def __copy__(self) -> MemoryBackend:
         return MemoryBackend(_store=self._store)
@@ -71,6 +81,52 @@ class MemoryBackend:
         if connection is not None:
             raise BackendError("MemoryBackend does not take a database connection")
         self._store.publish(envelopes, delay)
+
+    async def publish_unique(
+        self,
+        envelopes: Sequence[Envelope],
+        keys: Sequence[UniqueKey | None],
+        delay: timedelta | None = None,
+        *,
+        connection: object | None = None,
+    ) -> list[EnqueueResult]:
+        """Publish each envelope unless a job in a refused state holds its key (see
+        ``UniqueBackend``); one result per envelope.
+
+        Raises:
+            ShutDownError: the backend is closed.
+            BackendError: a ``connection`` was given.
+        """
+        self._check_publish(connection)
+        return self._store.publish_unique(envelopes, keys, delay)
+
+    async def publish_once(
+        self,
+        envelopes: Sequence[Envelope],
+        idempotency: IdempotencyKey,
+        *,
+        connection: object | None = None,
+    ) -> FirstPublication:
+        """Publish ``envelopes`` unless ``idempotency.key`` was used within its window.
+
+        Raises:
+            ShutDownError: the backend is closed.
+            BackendError: a ``connection`` was given.
+        """
+        self._check_publish(connection)
+        keys, now = self._store.keys, self._store.clock.epoch()
+        first = keys.first_use(idempotency.key, now, idempotency.window)
+        if first is not None:
+            return FirstPublication(first.ids, first.fingerprint, False)
+        ids = tuple(envelope.job_id for envelope in envelopes)
+        self._store.publish(envelopes, None)
+        keys.use(idempotency.key, ids, idempotency.fingerprint, now)
+        return FirstPublication(ids, idempotency.fingerprint, True)
+
+    def _check_publish(self, connection: object | None) -> None:
+        self._store.check_open()
+        if connection is not None:
+            raise BackendError("MemoryBackend does not take a database connection")
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Hold ``envelope`` for ``delay`` (counted by ``deferred(q)``), then enqueue it."""
@@ -107,11 +163,39 @@ class MemoryBackend:
         """Where job ``job_id`` is now (``JobLookup``): its state, attempts, last error and due
         time; ``None`` when this backend never saw it. Works after ``close`` too."""
         record = self._store.jobs.get(job_id)
-        return None if record is None else record.info()
+        return None if record is None else record.info(self._store.clock)
 
     async def close(self) -> None:
         """Close: later publishes raise ``ShutDownError``; timers are cancelled."""
         self._store.close()
+
+    # -- schedules ----------------------------------------------------------------------------
+
+    async def clock(self) -> datetime:
+        """The backend's wall clock (UTC)."""
+        return self._store.clock.now()
+
+    async def job_state(self, job_id: str) -> State | None:
+        """The state of a job published with a unique key; ``None`` for any other."""
+        return self._store.keys.state(job_id)
+
+    async def register_schedules(self, records: Sequence[ScheduleRecord]) -> None:
+        """Create or update the schedules (their last slot and paused flag are kept)."""
+        for record in records:
+            self._store.keys.register(record)
+
+    async def list_schedules(self, names: Sequence[str] | None = None) -> list[ScheduleRecord]:
+        """The known schedules (of ``names`` only, when given), by name."""
+        known = self._store.keys.schedules
+        return [known[n] for n in sorted(known) if names is None or n in names]
+
+    async def record_fired(self, name: str, slot: datetime, job_id: str) -> None:
+        """Record that ``slot`` of ``name`` fired as ``job_id``."""
+        self._store.keys.fired(name, slot, job_id, self._store.clock.now())
+
+    async def set_schedule_paused(self, name: str, paused: bool) -> bool:
+        """Pause or resume ``name``; ``False`` when unknown."""
+        return self._store.keys.pause(name, paused)
 
     # -- inspection -------------------------------------------------------------------------
 

@@ -68,6 +68,7 @@ class MemoryDelivery:
         """
         self._settle()
         self._queue.acked.append(self._envelope)
+        self._store.keys.moved(self._envelope.job_id, "done")
         self._store.track(self._envelope, "done", ran=True)
 
     async def cancelled(self) -> None:
@@ -81,6 +82,7 @@ class MemoryDelivery:
         self._settle()
         self._store.publish([envelope], delay)
         self._queue.acked.append(self._envelope)
+        self._store.keys.moved(envelope.job_id, "pending")
         self._store.track(envelope, "pending", ran=False, error=error)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
@@ -89,18 +91,21 @@ class MemoryDelivery:
         self._settle()
         self._store.defer(envelope, delay)
         self._queue.acked.append(self._envelope)
+        self._store.keys.moved(envelope.job_id, "pending")
 
     async def dead_letter(self, reason: str) -> None:
         """Move the envelope to the dead letters with ``reason``."""
         self._store.check_open()
         self._settle()
         self._queue.dead.append((self._envelope, reason))
+        self._store.keys.moved(self._envelope.job_id, "failed")
         self._store.track(self._envelope, "failed", ran=True, error=reason)
 
     async def release(self) -> None:
         """Put the envelope back in its queue untouched."""
         self._settle()
         self._store.insert(self._envelope)
+        self._store.keys.moved(self._envelope.job_id, "pending")
 
     def _settle(self, *, cancelling: bool = False) -> None:
         if self._settled:
@@ -110,6 +115,7 @@ class MemoryDelivery:
         self._on_settled()
         if self._cancel.done():
             self._queue.cancelled.append(self._envelope)
+            self._store.keys.release(self._envelope.job_id)
             self._store.track(self._envelope, "cancelled", ran=True)
         if self._cancel.done() and not cancelling:
             raise BackendError(
@@ -149,8 +155,7 @@ class MemoryConsumer:
             envelope = self._take() if self._slots > 0 else None
             if envelope is not None:
                 self._slots -= 1
-                store.handed_out()
-                store.track(envelope, "running", ran=True)
+                store.handed_out(envelope)
                 return MemoryDelivery(store, self._queue, envelope, self._release)
             await self._wait()
         return None

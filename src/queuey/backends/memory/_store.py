@@ -17,9 +17,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from queuey.backends.base import CancelResult, JobInfo, JobState
+from queuey.backends.memory._keys import Keys, WallClock
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
+from queuey.unique import EnqueueResult, UniqueKey
 
 __all__ = ["JobRecord", "Pending", "QueueState", "Store", "Waiting", "now"]
 
@@ -51,10 +53,10 @@ class JobRecord:
     due: float
     last_error: str | None = None
 
-    def info(self) -> JobInfo:
-        """As a ``JobInfo``, its due time on the wall clock (UTC)."""
+    def info(self, clock: WallClock) -> JobInfo:
+        """As a ``JobInfo``, its due time on ``clock`` (the store's wall clock, UTC)."""
         envelope = self.envelope
-        due_at = datetime.now(UTC) + timedelta(seconds=self.due - now())
+        due_at = datetime.fromtimestamp(clock.epoch() + self.due - now(), UTC)
         return JobInfo(
             id=envelope.job_id,
             kind=envelope.kind,
@@ -98,10 +100,12 @@ class Waiting:
 class Store:
     """Every queue of one memory backend, its timers, and how many deliveries are out."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: datetime | None = None) -> None:
         self.queues: dict[tuple[Kind, str], QueueState] = {}
-        self.jobs: dict[str, JobRecord] = {}
         self.closed = False
+        self.keys = Keys()
+        self.jobs: dict[str, JobRecord] = {}
+        self.clock = WallClock(start)
         self._timers: dict[str, Waiting] = {}
         self.running: dict[str, asyncio.Future[None]] = {}  # job id -> its cancel request
         self._in_flight = 0
@@ -198,23 +202,66 @@ class Store:
 
     def cancel(self, job_id: str) -> CancelResult:
         """Cancel job ``job_id``: a pending or waiting one leaves its queue for the cancelled
-        list; a running one (handed out, unsettled) is listed too and its request is set."""
-        waiting = self._timers.pop(job_id, None)
-        if waiting is not None:
-            if waiting.handle is not None:
-                waiting.handle.cancel()
-            _count(waiting.queue, waiting.counter, -1)
-            return self._cancelled(waiting.queue, waiting.envelope)
-        for queue in self.queues.values():
-            for index, item in enumerate(queue.pending):
-                if item.envelope.job_id == job_id:
-                    del queue.pending[index]
-                    return self._cancelled(queue, item.envelope)
+        list (releasing its unique key); a running one (handed out, unsettled) is listed too
+        and its request is set."""
+        found = self._unqueue(job_id)
+        if found is not None:
+            self.keys.release(job_id)
+            return self._cancelled(*found)
         request = self.running.get(job_id)
         if request is None or request.done():
             return "not_found"
         request.set_result(None)
         return "requested"
+
+    def _unqueue(self, job_id: str) -> tuple[QueueState, Envelope] | None:
+        """Take pending job ``job_id`` out of its timer or its queue: its queue and envelope."""
+        waiting = self._timers.pop(job_id, None)
+        if waiting is not None:
+            if waiting.handle is not None:
+                waiting.handle.cancel()
+            _count(waiting.queue, waiting.counter, -1)
+            return waiting.queue, waiting.envelope
+        for queue in self.queues.values():
+            for index, item in enumerate(queue.pending):
+                if item.envelope.job_id == job_id:
+                    del queue.pending[index]
+                    return queue, item.envelope
+        return None
+
+    # -- unique keys --------------------------------------------------------------------------
+
+    def publish_unique(
+        self,
+        envelopes: Sequence[Envelope],
+        keys: Sequence[UniqueKey | None],
+        delay: timedelta | None,
+    ) -> list[EnqueueResult]:
+        """Publish each envelope unless a job in a refused state holds its key (see
+        ``UniqueBackend.publish_unique``)."""
+        results = []
+        for envelope, key in zip(envelopes, keys, strict=True):
+            full = None if key is None else key.bucketed(self.clock.epoch())
+            holder = None if full is None else self.keys.holder(full)
+            if holder is None:
+                if key is not None and full is not None:
+                    self.keys.take(full, envelope.job_id, key.mask)
+                self.publish([envelope], delay)
+                results.append(EnqueueResult(envelope.job_id, True))
+                continue
+            if key is not None and key.replace and self.keys.state(holder) == "pending":
+                self._replace(holder, envelope, delay)
+            results.append(EnqueueResult(holder, False))
+        return results
+
+    def _replace(self, job_id: str, envelope: Envelope, delay: timedelta | None) -> None:
+        """Pending job ``job_id`` takes ``envelope``'s payload and headers, due after
+        ``delay``."""
+        found = self._unqueue(job_id)
+        if found is None:
+            return
+        update = {"payload": envelope.payload, "headers": envelope.headers}
+        self.publish([found[1].model_copy(update=update)], delay)
 
     def _cancelled(self, queue: QueueState, envelope: Envelope) -> Literal["cancelled"]:
         queue.cancelled.append(envelope)
@@ -224,16 +271,19 @@ class Store:
 
     def expire(self, queue: QueueState, envelope: Envelope) -> None:
         """Dead-letter ``envelope``, taken from ``queue``'s pending ones past its message TTL
-        ("expired"); wakes ``wait_idle``."""
+        ("expired"), releasing its unique key; wakes ``wait_idle``."""
         queue.dead.append((envelope, "expired"))
+        self.keys.moved(envelope.job_id, "failed")
         self.track(envelope, "failed", ran=False, error="expired")
         self._activity.set()
 
     # -- deliveries out -----------------------------------------------------------------------
 
-    def handed_out(self) -> None:
-        """A consumer handed out a delivery."""
+    def handed_out(self, envelope: Envelope) -> None:
+        """A consumer handed out a delivery of ``envelope``."""
         self._in_flight += 1
+        self.keys.moved(envelope.job_id, "running")
+        self.track(envelope, "running", ran=True)
 
     @property
     def in_flight(self) -> int:

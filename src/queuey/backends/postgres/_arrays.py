@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["number_array", "text_array"]
+__all__ = ["nullable_text_array", "number_array", "text_array"]
 
 
 def _quote(value: str) -> str:
@@ -23,6 +23,11 @@ def _quote(value: str) -> str:
 def text_array(values: Iterable[str]) -> str:
     """``["a", 'b"c']`` → ``{"a","b\\"c"}`` (for ``text[]``, ``uuid[]``, ``json[]`` casts)."""
     return "{" + ",".join([_quote(v) for v in values]) + "}"
+
+
+def nullable_text_array(values: Iterable[str | None]) -> str:
+    """``["a", None]`` → ``{"a",NULL}``."""
+    return "{" + ",".join(["NULL" if v is None else _quote(v) for v in values]) + "}"
 
 
 def number_array(values: Iterable[int | float | None]) -> str:

@@ -20,8 +20,8 @@ import os
 import socket
 import uuid
 from collections.abc import Sequence
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, cast
 
 import psycopg
 
@@ -37,7 +37,13 @@ from queuey.backends.postgres._maintenance import Maintenance, MaintenanceOption
 from queuey.backends.postgres._migrate import migrate
 from queuey.backends.postgres._outage import Outage
 from queuey.backends.postgres._pool import Pool
-from queuey.backends.postgres._publish import bulk_params, single_params
+from queuey.backends.postgres._publish import (
+    bulk_params,
+    fold,
+    once_params,
+    single_params,
+    unique_params,
+)
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
 from queuey.backends.postgres._wake import Waker
@@ -45,7 +51,9 @@ from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
+from queuey.schedule import ScheduleRecord
 from queuey.secrets import redact
+from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State, UniqueKey
 
 __all__ = ["PostgresBackend", "process_identity"]
 
@@ -262,6 +270,101 @@ class PostgresBackend:
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Publish ``envelope`` due after ``delay`` at its own (top) priority."""
         await self.publish([envelope], delay)
+
+    async def publish_unique(
+        self,
+        envelopes: Sequence[Envelope],
+        keys: Sequence[UniqueKey | None],
+        delay: timedelta | None = None,
+        *,
+        connection: Any = None,
+    ) -> list[EnqueueResult]:
+        """Insert the envelopes' rows unless a row in a refused state holds their unique key,
+        in one ``INSERT … ON CONFLICT`` statement (all or nothing; see ``UniqueBackend``).
+
+        Args:
+            envelopes: the envelopes.
+            keys: each envelope's unique key, or ``None``.
+            delay: due after this long (database clock); ``None`` = now.
+            connection: the caller's psycopg ``AsyncConnection`` (its transaction).
+
+        Returns:
+            One result per envelope, in order.
+
+        Raises:
+            BackendError: nothing was written.
+            ShutDownError: the backend is not open.
+        """
+        self._check_open()
+        if not envelopes:
+            return []
+        sent, sent_keys, where = fold(envelopes, keys)
+        seconds = 0.0 if delay is None else delay.total_seconds()
+        params = unique_params(sent, sent_keys, seconds, self._ttl, self.channel)
+        rows = await self._store.publish_unique(params, connection)
+        results, seen = [], set()
+        for at in where:
+            row = rows[at]
+            results.append(EnqueueResult(row.id, row.inserted and at not in seen))
+            seen.add(at)
+        return results
+
+    async def publish_once(
+        self,
+        envelopes: Sequence[Envelope],
+        idempotency: IdempotencyKey,
+        *,
+        connection: Any = None,
+    ) -> FirstPublication:
+        """Insert the envelopes' rows unless ``idempotency.key`` was used within its window
+        (one statement); the key's first publication either way.
+
+        Raises:
+            BackendError: nothing was written.
+            ShutDownError: the backend is not open.
+        """
+        self._check_open()
+        params = once_params(envelopes, idempotency, self._ttl, self.channel)
+        first = await self._store.publish_once(params, connection)
+        return FirstPublication(tuple(first.ids), first.fingerprint, first.fresh)
+
+    # -- schedules -----------------------------------------------------------------------------
+
+    async def clock(self) -> datetime:
+        """The database's ``now()``.
+
+        Raises:
+            BackendError: the database failed.
+        """
+        self._check_open()
+        return await self._store.clock()
+
+    async def job_state(self, job_id: str) -> State | None:
+        """The status of job ``job_id``; ``None`` when there is no such row (any more)."""
+        self._check_open()
+        return cast("State | None", await self._store.job_state(job_id))
+
+    async def register_schedules(self, records: Sequence[ScheduleRecord]) -> None:
+        """Create or update the schedules (their last slot and paused flag are kept)."""
+        self._check_open()
+        if records:
+            await self._store.register_schedules(records)
+
+    async def list_schedules(self, names: Sequence[str] | None = None) -> list[ScheduleRecord]:
+        """The known schedules (of ``names`` only, when given), by name."""
+        self._check_open()
+        return await self._store.list_schedules(names)
+
+    async def record_fired(self, name: str, slot: datetime, job_id: str) -> None:
+        """Record that ``slot`` of ``name`` fired as ``job_id`` (the last slot only moves
+        forward)."""
+        self._check_open()
+        await self._store.record_fired(name, slot, job_id)
+
+    async def set_schedule_paused(self, name: str, paused: bool) -> bool:
+        """Pause or resume schedule ``name``, for every worker; ``False`` when unknown."""
+        self._check_open()
+        return await self._store.pause_schedule(name, paused)
 
     async def cancel(self, job_id: str) -> CancelResult:
         """Cancel job ``job_id``: a pending or scheduled row becomes ``cancelled``; a running

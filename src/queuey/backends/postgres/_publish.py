@@ -4,6 +4,10 @@ Three statements insert rows (``queries.sql``): ``publish_job`` for the most com
 first-attempt typed job, due now, no headers, no message TTL: only what varies is sent, every
 other column takes its default), ``publish_one`` for any other single envelope, and ``publish``
 for several (one array per column as a literal, payloads and headers as one JSON array each).
+
+Two more take the same arrays and a key: ``publish_unique`` (a unique key per row, the rows
+folded first so that no key appears twice in one statement) and ``publish_once`` (one
+idempotency key for all the rows).
 """
 
 from __future__ import annotations
@@ -12,10 +16,23 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from queuey.backends.postgres._arrays import number_array, text_array
+from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
 from queuey.envelope import Envelope, Kind
+from queuey.unique import IdempotencyKey, UniqueKey
 
-__all__ = ["SingleQuery", "TtlOf", "bulk_params", "single_params"]
+__all__ = [
+    "REPLACE_BIT",
+    "SingleQuery",
+    "TtlOf",
+    "bulk_params",
+    "fold",
+    "once_params",
+    "single_params",
+    "unique_params",
+]
+
+REPLACE_BIT = 16
+"""The bit of ``unique_states`` that marks ``on_conflict="replace"`` (migration 0002)."""
 
 TtlOf = Callable[[Kind, str], float | None]
 """The message TTL of a (kind, queue), in seconds, or ``None``."""
@@ -85,3 +102,58 @@ def bulk_params(
         "delay": delay,
         "channel": channel,
     }
+
+
+def fold(
+    envelopes: Sequence[Envelope], keys: Sequence[UniqueKey | None]
+) -> tuple[list[Envelope], list[UniqueKey | None], list[int]]:
+    """The envelopes to send, with no unique key twice, and for each given envelope the index
+    of the sent one it became: a later duplicate of a key folds into the first, whose payload
+    and headers it replaces when the key says ``replace`` (as if enqueued one after another).
+    """
+    sent: list[Envelope] = []
+    sent_keys: list[UniqueKey | None] = []
+    where: list[int] = []
+    first: dict[str, int] = {}
+    for envelope, key in zip(envelopes, keys, strict=True):
+        at = None if key is None else first.get(key.key)
+        if at is None:
+            if key is not None:
+                first[key.key] = len(sent)
+            where.append(len(sent))
+            sent.append(envelope)
+            sent_keys.append(key)
+            continue
+        where.append(at)
+        if key is not None and key.replace:
+            update = {"payload": envelope.payload, "headers": envelope.headers}
+            sent[at] = sent[at].model_copy(update=update)
+    return sent, sent_keys, where
+
+
+def unique_params(
+    envelopes: Sequence[Envelope],
+    keys: Sequence[UniqueKey | None],
+    delay: float,
+    ttl_of: TtlOf,
+    channel: str,
+) -> dict[str, Any]:
+    """The parameters of ``publish_unique`` (keys distinct: ``fold`` first)."""
+    params = bulk_params(envelopes, delay, ttl_of, channel)
+    params["keys"] = nullable_text_array([None if k is None else k.key for k in keys])
+    params["masks"] = number_array(
+        [None if k is None else k.mask | (REPLACE_BIT if k.replace else 0) for k in keys]
+    )
+    params["periods"] = number_array([None if k is None else k.period for k in keys])
+    return params
+
+
+def once_params(
+    envelopes: Sequence[Envelope], idempotency: IdempotencyKey, ttl_of: TtlOf, channel: str
+) -> dict[str, Any]:
+    """The parameters of ``publish_once``: the rows due now, under ``idempotency``."""
+    params = bulk_params(envelopes, 0.0, ttl_of, channel)
+    params.update(
+        key=idempotency.key, fingerprint=idempotency.fingerprint, window=idempotency.window
+    )
+    return params

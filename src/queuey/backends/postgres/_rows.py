@@ -24,6 +24,8 @@ from queuey.queues import QueueConfig
 __all__ = [
     "Claim",
     "DeadRow",
+    "Enqueued",
+    "FirstUse",
     "FailedRow",
     "QueueStatus",
     "Reclaimed",
@@ -52,6 +54,23 @@ class Claim:
     def suspect(self) -> bool:
         """The row already lost a lease: it may kill its worker (it is claimed alone)."""
         return self.envelope.redeliveries > 0
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """One row of ``publish_unique``: the id written or found, and whether it was written."""
+
+    id: str
+    inserted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FirstUse:
+    """The row of ``publish_once``: the key's first publication, and whether it is this one."""
+
+    ids: list[str]
+    fingerprint: str
+    fresh: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ __all__ = ["Migration", "Statements", "check_identifier", "latest_version", "mig
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _NAME_LINE = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
-_INDEXES = ("claim", "lease", "done", "expiry", "failed", "cancelled")
+_INDEXES = ("claim", "lease", "done", "expiry", "failed", "cancelled", "unique")
 _PER_CALL = frozenset({"listen"})  # composed with an identifier known only when run
 
 
@@ -82,6 +82,9 @@ class Statements:
             "schema": sql.Identifier(self.schema),
             "table": sql.Identifier(self.schema, self.table),
             "migrations": sql.Identifier(self.schema, "queuey_migrations"),
+            "idempotency": sql.Identifier(self.schema, f"{self.table}_idempotency"[:63]),
+            "schedules": sql.Identifier(self.schema, f"{self.table}_schedules"[:63]),
+            "idempotency_age_index": sql.Identifier(f"{self.table}_idempotency_age"[:63]),
             "paused": sql.Identifier(self.schema, f"{self.table}_paused"[:63]),
         }
         for index in _INDEXES:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from datetime import UTC
+from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any, Literal, TypeVar
 
@@ -35,7 +35,9 @@ from queuey.backends.postgres._pool import Connection, Connections, Lent
 from queuey.backends.postgres._rows import (
     Claim,
     DeadRow,
+    Enqueued,
     FailedRow,
+    FirstUse,
     QueueStatus,
     Reclaimed,
     RowDetail,
@@ -46,6 +48,7 @@ from queuey.backends.postgres._sql import Migration, Statements, latest_version,
 from queuey.envelope import Kind
 from queuey.errors import SchemaError
 from queuey.queues import QueueConfig
+from queuey.schedule import ScheduleRecord
 from queuey.secrets import remember
 
 __all__ = ["BACKGROUND_TIMEOUT", "Params", "PublishQuery", "Store", "schema_error"]
@@ -54,6 +57,8 @@ R = TypeVar("R")
 Params = dict[str, Any]
 PublishQuery = Literal["publish", "publish_one", "publish_job"]
 """The three statements that insert rows (``_publish.py`` says which fits)."""
+UniqueQuery = Literal["publish_unique", "publish_once"]
+"""The statements that insert rows under a unique or idempotency key and say what they did."""
 
 BACKGROUND_TIMEOUT = 5.0
 """How long the statements of consumers, settles and maintenance wait for a pooled connection
@@ -206,17 +211,46 @@ class Store:
         Raises:
             BackendError: nothing was written.
         """
+        await self._publishing(query, params, connection, None)
+
+    async def _publishing(
+        self,
+        query: PublishQuery | UniqueQuery,
+        params: Params,
+        connection: Connection | None,
+        rows: AsyncRowFactory[R] | None,
+    ) -> list[R]:
+        """Run a publishing statement on ``connection`` or the publishing connection; its rows
+        with ``rows`` (none without)."""
         statement = self.statements[query]
         try:
             with database_errors():
                 if connection is not None:
-                    await connection.execute(statement, params)
-                    return
+                    return await _execute(connection, statement, params, rows)
                 async with self._where().publishing() as conn:
-                    await conn.execute(statement, params)
+                    return await _execute(conn, statement, params, rows)
         except DatabaseUnavailableError:
             await self._where().recheck()
             raise
+
+    async def publish_unique(self, params: Params, connection: Connection | None) -> list[Enqueued]:
+        """``publish_unique``: insert rows unless their unique key is held; per row, in order,
+        the id written or found and whether it was inserted.
+
+        Raises:
+            BackendError: nothing was written.
+        """
+        return await self._publishing("publish_unique", params, connection, class_row(Enqueued))
+
+    async def publish_once(self, params: Params, connection: Connection | None) -> FirstUse:
+        """``publish_once``: insert rows unless the idempotency key was used within the window;
+        the key's first publication either way.
+
+        Raises:
+            BackendError: nothing was written.
+        """
+        rows = await self._publishing("publish_once", params, connection, class_row(FirstUse))
+        return rows[0]
 
     # -- claim and settle ----------------------------------------------------------------------
 
@@ -393,6 +427,40 @@ class Store:
         params = {"version": migration.version, "name": migration.name}
         await self._count("record_migration", params)
 
+    # -- schedules ----------------------------------------------------------------------------
+
+    async def clock(self) -> datetime:
+        """``clock``: the database's ``now()``."""
+        (now,) = await self._fetch("clock", None, scalar_row)
+        return now  # type: ignore[no-any-return]
+
+    async def job_state(self, row_id: str) -> str | None:
+        """``job_state``: the status of row ``row_id``, ``None`` when there is none."""
+        found = await self._fetch("job_state", {"id": row_id}, scalar_row)
+        return str(found[0]) if found else None
+
+    async def register_schedules(self, records: Sequence[ScheduleRecord]) -> None:
+        """``register_schedules``: create or update these schedules' expression and zone."""
+        params = {
+            "names": [r.name for r in records],
+            "expressions": [r.expression for r in records],
+            "zones": [r.tz for r in records],
+        }
+        await self._count("register_schedules", params)
+
+    async def list_schedules(self, names: Sequence[str] | None) -> list[ScheduleRecord]:
+        """``list_schedules``: the known schedules (of ``names``), by name."""
+        params = {"names": None if names is None else list(names)}
+        return await self._fetch("list_schedules", params, class_row(ScheduleRecord))
+
+    async def record_fired(self, name: str, slot: datetime, job_id: str) -> None:
+        """``record_fired``: move schedule ``name``'s last slot forward to ``slot``."""
+        await self._count("record_fired", {"name": name, "slot": slot, "job_id": job_id})
+
+    async def pause_schedule(self, name: str, paused: bool) -> bool:
+        """``pause_schedule``: set the paused flag; ``False`` when no such schedule."""
+        return await self._count("pause_schedule", {"name": name, "paused": paused}) > 0
+
     # -- the LISTEN session --------------------------------------------------------------------
 
     async def listen(self, channels: Sequence[str]) -> None:
@@ -471,6 +539,18 @@ def schema_error(schema: str, applied: Collection[int]) -> SchemaError | None:
         else f"lacks migration {', '.join(map(str, missing))}"
     )
     return SchemaError(f"schema {schema!r} {state}: run `queuey db migrate --schema {schema}`")
+
+
+async def _execute(
+    conn: Connection, statement: sql.Composed, params: Params, rows: AsyncRowFactory[R] | None
+) -> list[R]:
+    """Run ``statement`` on ``conn``; its rows with ``rows`` (nothing when ``None``)."""
+    if rows is None:
+        await conn.execute(statement, params)
+        return []
+    cursor = conn.cursor(row_factory=rows)
+    await cursor.execute(statement, params)
+    return await cursor.fetchall()
 
 
 def _job_types(config: QueueConfig) -> list[str] | None:

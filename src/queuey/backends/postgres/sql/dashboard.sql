@@ -321,7 +321,8 @@ RETURNING count;
 -- name: cancel
 -- Cancel the job %(id)s, as `queuey jobs cancel` does: a pending (due or scheduled) row becomes
 -- cancelled; so does a running one, whose worker is told on %(cancel_channel)s with
--- "<owner> <id>" (its later settle is refused by the fence). Audited; returns 1 or 0.
+-- "<owner> <id>" (its later settle is refused by the fence); a unique key is released.
+-- Audited; returns 1 or 0.
 WITH target AS (
     SELECT id, status, claimed_by FROM {table}
     WHERE id = %(id)s::uuid AND status IN ('pending', 'running')
@@ -329,7 +330,7 @@ WITH target AS (
 ), touched AS (
     UPDATE {table} AS m
     SET status = 'cancelled', processed_at = now(), error = 'cancelled from the dashboard',
-        claimed_by = NULL, lease_until = NULL
+        claimed_by = NULL, lease_until = NULL, unique_key = NULL
     FROM target
     WHERE m.id = target.id
     RETURNING m.kind, m.queue, target.status AS was, target.claimed_by AS owner

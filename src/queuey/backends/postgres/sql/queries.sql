@@ -62,11 +62,120 @@ WITH inserted AS (
 )
 SELECT pg_notify(%(channel)s, queue) FROM inserted;
 
+-- name: publish_unique
+-- Insert envelopes of which some carry a unique key, in one statement with no read-then-write
+-- race: a row whose key (with its period's bucket on this clock) is held by a row in a refused
+-- state is not inserted, and the holder is returned instead. ON CONFLICT DO UPDATE (not DO
+-- NOTHING) locks and returns the holder even when it was committed after this statement's
+-- snapshot; with replace (bit 16) a pending holder takes the new payload, headers and due
+-- time, anything else keeps its own. One result per input row, in input order: the id, and
+-- whether it was inserted. Keys are distinct within one call (the caller folds duplicates).
+WITH src AS (
+    SELECT r.*, p.payload, h.headers,
+           CASE WHEN r.key IS NULL OR r.period IS NULL THEN r.key
+                ELSE r.key || '@' || floor(extract(epoch FROM now()) / r.period)::bigint::text
+           END AS full_key
+    FROM unnest(%(ids)s::uuid[], %(kinds)s::text[], %(queues)s::text[], %(job_types)s::text[],
+                %(priorities)s::int[], %(attempts)s::int[], %(deferrals)s::int[],
+                %(published_by)s::text[], %(enqueued_at_ms)s::bigint[], %(ttls)s::float8[],
+                %(keys)s::text[], %(masks)s::int[], %(periods)s::float8[])
+         WITH ORDINALITY
+         AS r(id, kind, queue, job_type, priority, attempt, deferrals, published_by,
+              enqueued_at_ms, ttl, key, mask, period, n)
+    JOIN json_array_elements(%(payloads)s::json) WITH ORDINALITY AS p(payload, n) USING (n)
+    JOIN json_array_elements(%(headers)s::json) WITH ORDINALITY AS h(headers, n) USING (n)
+), written AS (
+    INSERT INTO {table} AS m (id, kind, queue, job_type, status, priority, attempts, deferrals,
+                              payload, headers, published_by, enqueued_at_ms, available_at,
+                              expires_at, processed_at, unique_key, unique_states)
+    SELECT id, kind, queue, job_type,
+           CASE WHEN kind = 'topic' AND job_type = '' THEN 'done' ELSE 'pending' END,
+           priority, attempt - 1, deferrals, payload, headers, published_by, enqueued_at_ms,
+           now() + make_interval(secs => %(delay)s::float8),
+           now() + make_interval(secs => %(delay)s::float8 + ttl),
+           CASE WHEN kind = 'topic' AND job_type = '' THEN now() END,
+           full_key, coalesce(mask, 0)
+    FROM src
+    ORDER BY n
+    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO UPDATE
+    SET payload = CASE WHEN m.status = 'pending' AND EXCLUDED.unique_states & 16 <> 0
+                       THEN EXCLUDED.payload ELSE m.payload END,
+        headers = CASE WHEN m.status = 'pending' AND EXCLUDED.unique_states & 16 <> 0
+                       THEN EXCLUDED.headers ELSE m.headers END,
+        available_at = CASE WHEN m.status = 'pending' AND EXCLUDED.unique_states & 16 <> 0
+                            THEN EXCLUDED.available_at ELSE m.available_at END,
+        expires_at = CASE WHEN m.status = 'pending' AND EXCLUDED.unique_states & 16 <> 0
+                          THEN EXCLUDED.expires_at ELSE m.expires_at END
+    RETURNING m.id, m.queue, m.status, m.unique_key
+), woke AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM written WHERE status = 'pending') AS q
+)
+SELECT coalesce(w.id, src.id)::text AS id, (w.id IS NULL OR w.id = src.id) AS inserted
+FROM src LEFT JOIN written AS w ON w.unique_key = src.full_key
+WHERE (SELECT count(*) FROM woke) >= 0
+ORDER BY src.n;
+
+-- name: publish_once
+-- A topic publication under an idempotency key: the envelopes are inserted (as by publish)
+-- only when the key is new or older than %(window)s seconds; either way the key's first
+-- publication (its message ids, its fingerprint) comes back, with fresh = written now. The
+-- key's row is locked by ON CONFLICT DO UPDATE, so a concurrent first use is waited for and
+-- seen. A few forgotten keys are swept on the way.
+WITH claimed AS (
+    INSERT INTO {idempotency} AS i (key, fingerprint, ids)
+    VALUES (%(key)s, %(fingerprint)s, %(ids)s::uuid[])
+    ON CONFLICT (key) DO UPDATE
+    SET fingerprint = CASE WHEN i.created_at <= now() - make_interval(secs => %(window)s::float8)
+                           THEN EXCLUDED.fingerprint ELSE i.fingerprint END,
+        ids = CASE WHEN i.created_at <= now() - make_interval(secs => %(window)s::float8)
+                   THEN EXCLUDED.ids ELSE i.ids END,
+        created_at = CASE WHEN i.created_at <= now() - make_interval(secs => %(window)s::float8)
+                          THEN now() ELSE i.created_at END
+    RETURNING i.ids::text[] AS ids, i.fingerprint, i.ids = %(ids)s::uuid[] AS fresh
+), swept AS (
+    DELETE FROM {idempotency}
+    WHERE key IN (SELECT key FROM {idempotency}
+                  WHERE created_at < now() - make_interval(secs => %(window)s::float8)
+                    AND key <> %(key)s
+                  LIMIT 10
+                  FOR UPDATE SKIP LOCKED)
+    RETURNING key
+), inserted AS (
+    INSERT INTO {table} (id, kind, queue, job_type, status, priority, attempts, deferrals,
+                         payload, headers, published_by, enqueued_at_ms, available_at,
+                         expires_at, processed_at)
+    SELECT r.id, r.kind, r.queue, r.job_type,
+           CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN 'done' ELSE 'pending' END,
+           r.priority, r.attempt - 1, r.deferrals, p.payload, h.headers,
+           r.published_by, r.enqueued_at_ms,
+           now() + make_interval(secs => %(delay)s::float8),
+           now() + make_interval(secs => %(delay)s::float8 + r.ttl),
+           CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN now() END
+    FROM unnest(%(ids)s::uuid[], %(kinds)s::text[], %(queues)s::text[], %(job_types)s::text[],
+                %(priorities)s::int[], %(attempts)s::int[], %(deferrals)s::int[],
+                %(published_by)s::text[], %(enqueued_at_ms)s::bigint[], %(ttls)s::float8[])
+         WITH ORDINALITY
+         AS r(id, kind, queue, job_type, priority, attempt, deferrals, published_by,
+              enqueued_at_ms, ttl, n)
+    JOIN json_array_elements(%(payloads)s::json) WITH ORDINALITY AS p(payload, n) USING (n)
+    JOIN json_array_elements(%(headers)s::json) WITH ORDINALITY AS h(headers, n) USING (n)
+    WHERE (SELECT fresh FROM claimed)
+    ORDER BY n
+    RETURNING queue, status
+), woke AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'pending') AS q
+)
+SELECT ids, fingerprint, fresh FROM claimed
+WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
+
 -- name: claim
 -- Take up to %(limit)s due rows of one queue, skipping rows other workers hold. A row that
 -- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
 -- a clean batch stops before it, so a poisoned job cannot drag innocent rows into its crashes.
--- Rows come back with their position in claim order (UPDATE … RETURNING has no order of its
+-- A unique job whose refused states leave out running releases its key here (a plain row's is
+-- NULL already). Rows come back with their position in claim order (UPDATE … RETURNING has no order of its
 -- own) and with empty headers as NULL (nothing to decode). Columns are named for the row
 -- factory that decodes them (_rows.py), which finds each by name. A queue an operator paused
 -- ({paused}, migration 0004: the dashboard's pause) yields nothing, for every worker at once.
@@ -88,7 +197,8 @@ WITH picked AS (
 )
 UPDATE {table} AS m
 SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
-    claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8)
+    claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8),
+    unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL ELSE m.unique_key END
 FROM ranked
 WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
 RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority, m.payload,
@@ -104,12 +214,14 @@ WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts
 
 -- name: ack
 -- Successes, many at once, each fenced: a row is done only while this owner still holds the
--- attempt it ran. Returns the ids NOT recorded (their claim was lost), usually none.
+-- attempt it ran; a unique key is released unless done is a refused state. Returns the ids NOT
+-- recorded (their claim was lost), usually none.
 WITH acked AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[]) AS a(id, attempts)
 ), done AS (
     UPDATE {table} AS m
-    SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL
+    SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL,
+        unique_key = CASE WHEN m.unique_states & 4 = 0 THEN NULL ELSE m.unique_key END
     FROM acked
     WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
       AND m.attempts = acked.attempts
@@ -127,25 +239,29 @@ SET status = 'pending', attempts = %(next_attempts)s, deferrals = %(deferrals)s,
 WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
 
 -- name: dead_letter
--- Dead letter, fenced: failed rows stay for a person, with the reason.
+-- Dead letter, fenced: failed rows stay for a person, with the reason; a unique key is
+-- released unless failed is a refused state.
 UPDATE {table}
 SET status = 'failed', error = %(reason)s, processed_at = now(), claimed_by = NULL,
-    lease_until = NULL
+    lease_until = NULL,
+    unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
 WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
 
 -- name: complete
 -- Success recorded inside the handler's own transaction (ctx.transaction()), fenced like every
 -- settle: done only while this owner still holds the attempt it ran, so a worker that lost its
 -- lease (or a job cancelled meanwhile) matches no row and the caller rolls the handler's
--- writes back with it.
+-- writes back with it. A unique key is released unless done is a refused state.
 UPDATE {table}
-SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL
+SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL,
+    unique_key = CASE WHEN unique_states & 4 = 0 THEN NULL ELSE unique_key END
 WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
 
 -- name: cancel
 -- Cancel one job. A pending row (due or scheduled) becomes cancelled; so does a running one, so
 -- that every later settle of its worker is refused by the fence, and that worker (the owner it
--- had) is told on %(channel)s with "<owner> <id>". Returns the status the row had.
+-- had) is told on %(channel)s with "<owner> <id>". A cancelled job releases its unique key.
+-- Returns the status the row had.
 WITH target AS (
     SELECT id, status, claimed_by FROM {table}
     WHERE id = %(id)s::uuid AND status IN ('pending', 'running')
@@ -153,7 +269,7 @@ WITH target AS (
 ), cancelled AS (
     UPDATE {table} AS m
     SET status = 'cancelled', processed_at = now(), error = 'cancelled', claimed_by = NULL,
-        lease_until = NULL
+        lease_until = NULL, unique_key = NULL
     FROM target
     WHERE m.id = target.id
     RETURNING target.status AS was, target.claimed_by AS owner
@@ -173,7 +289,8 @@ RETURNING id::text;
 
 -- name: reclaim
 -- Rows whose lease expired go back to pending (a redelivery, not a handler failure), or to
--- failed once they have lost %(max_redeliveries)s leases (a crash loop ends).
+-- failed once they have lost %(max_redeliveries)s leases (a crash loop ends). Back to pending
+-- keeps a unique key; failed releases it unless failed is a refused state.
 UPDATE {table}
 SET redeliveries = redeliveries + 1,
     status = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s THEN 'failed' ELSE 'pending' END,
@@ -182,14 +299,17 @@ SET redeliveries = redeliveries + 1,
                       || ' times: the lease expired while the job was running each time'
                  ELSE 'the worker running this job was lost (lease expired)' END,
     processed_at = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s THEN now() END,
-    claimed_by = NULL, lease_until = NULL
+    claimed_by = NULL, lease_until = NULL,
+    unique_key = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s AND unique_states & 8 = 0
+                      THEN NULL ELSE unique_key END
 WHERE status = 'running' AND lease_until < now()
 RETURNING id::text AS id, status;
 
 -- name: expire
 -- Pending rows past their queue's message TTL are dead-lettered, never dropped.
 UPDATE {table}
-SET status = 'failed', error = 'expired', processed_at = now()
+SET status = 'failed', error = 'expired', processed_at = now(),
+    unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
 WHERE status = 'pending' AND expires_at <= now();
 
 -- name: prune
@@ -251,6 +371,42 @@ CREATE TABLE IF NOT EXISTS {migrations} (
 -- name: record_migration
 -- One migration applied (in the transaction that applied it).
 INSERT INTO {migrations} (version, name) VALUES (%(version)s, %(name)s);
+
+-- Periodic schedules (the scheduler of every worker, and `queuey schedules`).
+
+-- name: clock
+-- The database's clock: every schedule's slots are read on it.
+SELECT now() AS now;
+
+-- name: job_state
+-- One row's status, by id (a schedule skips a slot while its previous firing is live).
+SELECT status FROM {table} WHERE id = %(id)s::uuid;
+
+-- name: register_schedules
+-- The schedules a worker knows: new ones created, known ones given their expression and time
+-- zone; their last slot and paused flag are kept.
+INSERT INTO {schedules} AS s (name, expression, tz)
+SELECT * FROM unnest(%(names)s::text[], %(expressions)s::text[], %(zones)s::text[])
+ON CONFLICT (name) DO UPDATE
+SET expression = EXCLUDED.expression, tz = EXCLUDED.tz, updated_at = now()
+WHERE (s.expression, s.tz) IS DISTINCT FROM (EXCLUDED.expression, EXCLUDED.tz);
+
+-- name: list_schedules
+-- The known schedules (of %(names)s only, when not NULL), by name.
+SELECT name, expression, tz, last_slot, last_fired_at, last_job_id::text AS last_job_id, paused
+FROM {schedules}
+WHERE %(names)s::text[] IS NULL OR name = ANY(%(names)s::text[])
+ORDER BY name;
+
+-- name: record_fired
+-- A slot fired (or was found fired by another worker): the last slot only moves forward.
+UPDATE {schedules}
+SET last_slot = %(slot)s, last_fired_at = now(), last_job_id = %(job_id)s::uuid
+WHERE name = %(name)s AND (last_slot IS NULL OR last_slot < %(slot)s);
+
+-- name: pause_schedule
+-- Pause or resume one schedule.
+UPDATE {schedules} SET paused = %(paused)s, updated_at = now() WHERE name = %(name)s;
 
 -- The LISTEN session (backends/postgres/_listen.py), on its own connection outside the pool.
 

@@ -1,0 +1,147 @@
+"""``queuey schedules list|pause|resume``: the periodic schedules workers registered in the
+database, and pausing one for every worker at once.
+
+``list`` prints name, expression, time zone, next slot (on the database clock), last slot fired
+and whether it is paused; ``--json`` prints a list of objects with those keys (times as ISO
+8601 UTC, ``null`` when none). Exit codes: 0 done, 1 no such schedule, 2 bad usage, 3 the
+database cannot be reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Coroutine
+from datetime import datetime
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from queuey.cli._root import (
+    DATABASE_URL,
+    EXIT_NOT_FOUND,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    SCHEMA,
+    fail,
+    main,
+    require,
+)
+from queuey.errors import BackendError, ConfigError, QueueyError
+from queuey.schedule import ScheduleRecord, Timing
+
+__all__ = ["schedule_rows"]
+
+_T = TypeVar("_T")
+
+
+@main.group("schedules")
+def schedules() -> None:
+    """List, pause and resume periodic schedules (PostgreSQL)."""
+
+
+def _run(work: Coroutine[Any, Any, _T]) -> _T:
+    """Run one command: exit 3 when the database cannot be reached, 2 on another error."""
+    try:
+        return asyncio.run(work)
+    except BackendError as exc:
+        fail(str(exc), EXIT_UNREACHABLE)
+    except QueueyError as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+async def _with_backend(url: str, schema: str, action: Any) -> Any:
+    from queuey.backends.postgres import PostgresBackend
+
+    async with PostgresBackend(url, schema=schema, pool_size=1) as backend:
+        return await action(backend)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def schedule_rows(records: list[ScheduleRecord], now: datetime) -> list[dict[str, Any]]:
+    """One JSON-ready row per schedule: name, expression, tz, next_slot, last_fired (the last
+    slot fired), last_fired_at, last_job_id, paused."""
+    rows = []
+    for record in records:
+        try:
+            upcoming: str | None = _iso(Timing.parse(record.expression, record.tz).next_after(now))
+        except ConfigError:
+            upcoming = None  # written by a newer queuey: shown, not computed
+        rows.append(
+            {
+                "name": record.name,
+                "expression": record.expression,
+                "tz": record.tz,
+                "next_slot": upcoming,
+                "last_fired": _iso(record.last_slot),
+                "last_fired_at": _iso(record.last_fired_at),
+                "last_job_id": record.last_job_id,
+                "paused": record.paused,
+            }
+        )
+    return rows
+
+
+@schedules.command("list")
+@DATABASE_URL
+@SCHEMA
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (shape in the module help).")
+def list_command(database_url: str | None, schema: str, as_json: bool) -> None:
+    """List the schedules: name, expression, time zone, next slot, last fired, paused."""
+    url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
+
+    async def read(backend: Any) -> list[dict[str, Any]]:
+        return schedule_rows(await backend.list_schedules(), await backend.clock())
+
+    rows = _run(_with_backend(url, schema, read))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no schedules (a worker registers its schedules when it starts)")
+        return
+    table = Table("name", "expression", "tz", "next slot", "last fired", "paused")
+    for row in rows:
+        table.add_row(
+            row["name"],
+            row["expression"],
+            row["tz"],
+            row["next_slot"] or "-",
+            row["last_fired"] or "never",
+            "yes" if row["paused"] else "no",
+        )
+    Console().print(table)
+
+
+def _set_paused(database_url: str | None, schema: str, name: str, paused: bool) -> None:
+    url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
+
+    async def change(backend: Any) -> bool:
+        return bool(await backend.set_schedule_paused(name, paused))
+
+    if not _run(_with_backend(url, schema, change)):
+        fail(f"no schedule named {name!r}", EXIT_NOT_FOUND)
+    click.echo(f"schedule {name} {'paused' if paused else 'resumed'}")
+
+
+@schedules.command("pause")
+@DATABASE_URL
+@SCHEMA
+@click.argument("name")
+def pause_command(database_url: str | None, schema: str, name: str) -> None:
+    """Pause schedule NAME for every worker (its slots are skipped until resumed)."""
+    _set_paused(database_url, schema, name, True)
+
+
+@schedules.command("resume")
+@DATABASE_URL
+@SCHEMA
+@click.argument("name")
+def resume_command(database_url: str | None, schema: str, name: str) -> None:
+    """Resume schedule NAME for every worker."""
+    _set_paused(database_url, schema, name, False)
