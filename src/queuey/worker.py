@@ -40,11 +40,18 @@ class Worker(Engine, Generic[Q]):
         queue_set: the ``QueueSet`` class whose jobs this worker handles.
         backend: the transport.
         queues: the subset of queues to consume (default: all of the set).
-        concurrency: jobs run at once (default: the sum of the consumed queues' prefetch).
+        concurrency: jobs run at once (default: the sum of the consumed queues' prefetch); on
+            PostgreSQL also the most rows claimed at once (a queue's ``prefetch`` bounds it
+            further).
         job_timeout: a handler running longer fails with a retryable timeout (duration string,
-            ``timedelta`` or seconds; not zero).
+            ``timedelta`` or seconds; not zero), counted from its start. A plain (``def``)
+            handler cannot be stopped: its job stays held and its slot taken until its thread
+            ends, then the timeout is recorded (logged at WARNING with the threads so stuck).
         shutdown_grace: how long shutdown waits for running jobs before cancelling them
-            (default: no limit). A cancelled job is redelivered later (at-least-once).
+            (default: no limit). A cancelled job is redelivered later (at-least-once). A plain
+            handler cannot be cancelled: its job is not handed back while its thread runs (an
+            ERROR says how many); it is recorded when the thread ends, or redelivered after
+            the lease once the process has exited.
         close_backend_on_shutdown: close ``backend`` when ``run`` returns (default false).
         paused: start paused: nothing is pulled until ``resume`` (publishing is unaffected).
         on_settled: called after each recorded outcome with ``(envelope, outcome, text)``,

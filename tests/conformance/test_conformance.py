@@ -217,10 +217,20 @@ async def test_enqueue_after_waits(backend: Backend) -> None:
 
 @pytest.mark.parametrize("style", ["async", "sync"])
 async def test_job_timeout_is_retryable(backend: Backend, style: str) -> None:
+    """An async handler is cancelled at its timeout; a plain one cannot be, so its timeout is
+    recorded once its thread has ended (the job is never handed on while it still runs)."""
     kit = make_kit()
     producer = await Producer.create(kit.queues, backend)
-    worker = Worker(kit.queues, backend, job_timeout="200ms", shutdown_grace="1s")
+    settled: list[float] = []
+    worker = Worker(
+        kit.queues,
+        backend,
+        job_timeout="200ms",
+        shutdown_grace="1s",
+        on_settled=lambda envelope, kind, text: settled.append(time.monotonic()),
+    )
     release = threading.Event()
+    ended: list[float] = []
 
     if style == "async":
 
@@ -232,6 +242,9 @@ async def test_job_timeout_is_retryable(backend: Backend, style: str) -> None:
         @worker.handler(kit.Plain)
         def slow_sync(job: Any, ctx: JobContext) -> None:
             release.wait(10)
+            ended.append(time.monotonic())
+
+        asyncio.get_running_loop().call_later(0.8, release.set)
 
     await producer.enqueue(kit.Plain())
     began = time.monotonic()
@@ -240,6 +253,8 @@ async def test_job_timeout_is_retryable(backend: Backend, style: str) -> None:
     assert time.monotonic() - began < 5
     ((_, reason),) = worker.dead_letters
     assert reason == "max attempts (1) exhausted after attempt 1: job timed out after 0.2s"
+    if style == "sync":
+        assert ended and ended[0] <= settled[0], "recorded only once the thread ended"
 
 
 async def test_sync_handler_runs_off_the_event_loop(backend: Backend) -> None:

@@ -54,7 +54,7 @@ def storable(value: Any, depth: int = 0) -> bool:
         return depth < MAX_DEPTH and all(storable(v, depth + 1) for v in value)
     if isinstance(value, dict):
         return depth < MAX_DEPTH and all(
-            storable(_key_text(k), MAX_DEPTH) and storable(v, depth + 1) for k, v in value.items()
+            storable(k, MAX_DEPTH) and storable(v, depth + 1) for k, v in value.items()
         )
     return False
 
@@ -118,9 +118,10 @@ def _key_text(key: Any) -> Any:
 
 
 def _json_types(value: Any) -> Any:
-    """A Python-mode dump with sets and bytes as pydantic writes them (lists, strings)."""
+    """A Python-mode dump with sets, bytes and number keys as pydantic writes them (lists,
+    strings, the key's text)."""
     if isinstance(value, dict):
-        return {k: _json_types(v) for k, v in value.items()}
+        return {_key_text(k): _json_types(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [_json_types(v) for v in value]
     if isinstance(value, bytes):

@@ -84,13 +84,15 @@ class Engine:
             shutdown_grace=shutdown_grace,
             paused=paused,
             thread_name_prefix=thread_name_prefix,
+            in_thread=self._runner.in_thread,
         )
         self._running = False
 
     @property
     def settle_failures(self) -> int:
-        """Outcomes the backend could not record (each logged at ERROR; the delivery comes
-        again later)."""
+        """Outcomes the backend could not record (each logged at ERROR). One refused for good
+        is dead-lettered instead, with a reason saying so; otherwise the delivery comes again
+        later."""
         return self._runner.settle_failures
 
     @property

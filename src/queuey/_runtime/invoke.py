@@ -1,20 +1,26 @@
-"""Calling a handler: a coroutine function on the event loop, a plain one in the thread pool
-(never on the loop), either under an optional timeout.
+"""Calling a handler: a coroutine function on the event loop, a plain one in a thread (never on
+the loop), either under an optional timeout.
 
-A plain handler that passes its timeout cannot be killed: it is abandoned (its thread runs on)
-and reported as a timeout (DESIGN §2).
+A plain handler's timeout counts from the moment its thread starts running it (read in the
+thread), never from when it was submitted. A plain handler that passes its timeout cannot be
+stopped: the run waits for its thread to end, so the job stays held (never handed to another
+run while this one executes) and its slot taken (so the worker claims less), reported through
+``RunThreads.overran``; then the timeout is its outcome (DESIGN §2). A run cancelled while its
+thread runs (shutdown past its grace) leaves the thread running; ``RunThreads.running`` tells
+the runner not to hand the job back.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from datetime import timedelta
 from typing import Any
+
+from queuey._runtime.threads import RunThreads, mark_retrieved
 
 __all__ = ["HandlerTimeoutError", "invoke", "is_coroutine_callable", "run_handler"]
 
@@ -38,42 +44,93 @@ async def invoke(
         args: its positional arguments.
         is_async: ``call`` returns an awaitable (run on the loop) rather than a value (run in
             ``executor``).
-        executor: the thread pool for plain handlers.
-        timeout: the longest the call may take (``None``: no limit).
+        executor: the threads for plain handlers (a ``RunThreads`` reports an overrun).
+        timeout: the longest the call may take (``None``: no limit), counted from its start.
 
     Raises:
-        HandlerTimeoutError: the call took longer than ``timeout``.
+        HandlerTimeoutError: the call took longer than ``timeout`` (a plain one: raised once
+            its thread has ended).
         Exception: whatever the handler raised.
     """
     limit = None if timeout is None else timeout.total_seconds()
-    if is_async and limit is None:
-        return await call(*args)
     if is_async:
-        async with asyncio.timeout(limit) as scope:
-            try:
-                return await call(*args)
-            except asyncio.CancelledError:
-                if scope.expired():
-                    raise HandlerTimeoutError(f"job timed out after {limit:g}s") from None
-                raise
-    loop = asyncio.get_running_loop()
-    began = time.monotonic()
-    future = loop.run_in_executor(executor, functools.partial(call, *args))
-    done, _ = await asyncio.wait([future], timeout=limit)
-    if not done:
-        future.cancel()  # the thread cannot be stopped: it is abandoned and runs on
-        raise HandlerTimeoutError(f"job timed out after {limit:g}s")
-    result = future.result()
+        return await _on_loop(call, args, limit)
+    began, result = await _in_thread(call, args, executor, limit)
     if inspect.isawaitable(result):  # a plain callable that returned a coroutine: run it too
         left = None if limit is None else max(limit - (time.monotonic() - began), 0.0)
-        return await invoke(
-            _awaiting(result),
-            (),
-            is_async=True,
-            executor=executor,
-            timeout=None if left is None else timedelta(seconds=left),
-        )
+        return await _on_loop(_awaiting(result), (), left, limit)
     return result
+
+
+async def _on_loop(
+    call: Callable[..., Any], args: tuple[Any, ...], left: float | None, limit: float | None = None
+) -> Any:
+    if left is None:
+        return await call(*args)
+    async with asyncio.timeout(left) as scope:
+        try:
+            return await call(*args)
+        except asyncio.CancelledError:
+            if scope.expired():
+                whole = left if limit is None else limit
+                raise HandlerTimeoutError(f"job timed out after {whole:g}s") from None
+            raise
+
+
+async def _in_thread(
+    call: Callable[..., Any], args: tuple[Any, ...], executor: Executor, limit: float | None
+) -> tuple[float, Any]:
+    """Run ``call(*args)`` in ``executor``; returns when the thread started (monotonic) and
+    the result."""
+    loop = asyncio.get_running_loop()
+    started: asyncio.Future[float] = loop.create_future()
+
+    def run() -> Any:
+        _tell(loop, started, time.monotonic())
+        return call(*args)
+
+    # run_in_executor, not submit: virtual-time loops (looptime) know to wait for it.
+    ended = loop.run_in_executor(executor, run)
+    ended.add_done_callback(mark_retrieved)  # an outcome dropped after a timeout is not "lost"
+    try:
+        await asyncio.wait([started, ended], return_when=asyncio.FIRST_COMPLETED)
+        began = started.result() if started.done() else time.monotonic()
+        if limit is None:
+            return began, await ended
+        left = max(limit - (time.monotonic() - began), 0.0)
+        done, _ = await asyncio.wait([ended], timeout=left)
+        if not done:
+            await _outlive(ended, executor, limit, began)
+            raise HandlerTimeoutError(f"job timed out after {limit:g}s")
+        return began, ended.result()
+    except asyncio.CancelledError:
+        ended.cancel()  # stops only a run not started yet; a running thread runs on
+        raise
+
+
+async def _outlive(
+    ended: asyncio.Future[Any], executor: Executor, limit: float, began: float
+) -> None:
+    """Wait for the thread of a run that passed its timeout, reporting it; whatever the
+    handler then returns or raises is dropped (the timeout is the outcome)."""
+    if isinstance(executor, RunThreads):
+        executor.overran(limit)
+    await asyncio.wait([ended])
+    if isinstance(executor, RunThreads):
+        executor.ended_late(time.monotonic() - began)
+
+
+def _tell(loop: asyncio.AbstractEventLoop, started: asyncio.Future[float], when: float) -> None:
+    """Resolve ``started`` with ``when`` from a handler thread (the loop may be closed)."""
+
+    def resolve() -> None:
+        if not started.done():
+            started.set_result(when)
+
+    try:
+        loop.call_soon_threadsafe(resolve)
+    except RuntimeError:  # the loop is closed: nobody waits any more
+        pass
 
 
 def _awaiting(awaitable: Any) -> Callable[[], Any]:

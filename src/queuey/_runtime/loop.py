@@ -1,19 +1,29 @@
 """The consume loop shared by the typed-job ``Worker`` and the topic ``Subscriber``.
 
 Seed ``001``'s shape (SEEDS-DIGEST §2.7), without its dispatch hop: one fetcher per queue
-takes a concurrency slot only once it holds a delivery, so an idle queue never holds a slot that
-a busy one needs, and waiting fetchers get slots in turn (the semaphore is FIFO), so no queue
-starves another; each delivery is handled in its own task by the ``Process`` that ``bind``
-made for its queue (the runner's, which settles it). A fetcher hands out everything its
-consumer has buffered without yielding to the event loop in between (no channel round trip per
-delivery).
+hands each delivery its own task, run by the ``Process`` that ``bind`` made for its queue (the
+runner's, which settles it), and every delivery holds one of the worker's ``concurrency`` slots
+(``_runtime.slots``) until its task ends. A consumer that claims from a database takes its
+slots before it claims (``SlotAware``: it never claims more rows than there are free slots, so
+a claimed row always starts at once); for any other consumer the fetcher takes a slot once it
+holds a delivery, so an idle queue never holds a slot that a busy one needs, and waiting
+fetchers get slots in turn, so no queue starves another. A fetcher hands out everything its
+consumer has buffered without yielding to the event loop in between.
+
+Plain handlers run in the worker's ``HandlerThreads`` (daemon threads, ``concurrency`` of
+them: never more threads than slots, so a handler never waits for a thread).
 
 Pause takes effect at once: no handler starts while paused (running ones finish) and the
-consumers are stopped. A delivery a consumer had already handed out (a PostgreSQL consumer
-claims up to ``prefetch`` at once) is released untouched, so nothing stays claimed while paused;
-``resume`` opens fresh consumers. Publishing is untouched, so
-messages simply wait (seed ``000``'s ``enabled = false``). Shutdown stops pulling, finishes what
-was pulled and awaits what runs (up to ``shutdown_grace``, then cancels).
+consumers are stopped. A delivery a consumer had already handed out is released untouched, so
+nothing stays claimed while paused; ``resume`` opens fresh consumers. Publishing is untouched,
+so messages simply wait (seed ``000``'s ``enabled = false``).
+
+Shutdown stops pulling, finishes what was pulled and awaits what runs, up to ``shutdown_grace``;
+then it cancels the handlers that can be cancelled (their deliveries are handed back) and
+reports, at ERROR, the plain handlers it could not stop: their threads run on, and their jobs
+are not handed back. Such a job stays held (heartbeated) while its thread runs and its outcome
+is recorded when it ends; if the process exits first, the thread ends with it and the backend's
+lease hands the job over (a redelivery).
 """
 
 from __future__ import annotations
@@ -21,12 +31,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from datetime import timedelta
 
 from queuey._outcome import describe
 from queuey._runtime.runner import Process
 from queuey._runtime.settle import give_up, release
+from queuey._runtime.slots import SlotAware, Slots
+from queuey._runtime.threads import HandlerThreads
 from queuey.backends.base import Backend, Consumer, Delivery
 from queuey.queues import QueueConfig
 
@@ -37,6 +49,9 @@ log = logging.getLogger("queuey.worker")
 Bind = Callable[[QueueConfig, Executor], Process]
 """Makes the ``Process`` of one queue's deliveries, plain handlers running in the executor
 (``Runner.bind``); called once per consumer session."""
+
+InThread = Callable[[Delivery], bool]
+"""Whether a thread is running a plain handler for the delivery now (``Runner.in_thread``)."""
 
 
 class ConsumeLoop:
@@ -52,6 +67,8 @@ class ConsumeLoop:
             (``None``: no limit).
         paused: start paused (nothing is pulled until ``resume``).
         thread_name_prefix: names the handler threads.
+        in_thread: whether a thread runs a delivery's plain handler now (such a delivery is
+            never cancelled and handed back by shutdown); by default none is.
     """
 
     def __init__(
@@ -64,6 +81,7 @@ class ConsumeLoop:
         shutdown_grace: timedelta | None = None,
         paused: bool = False,
         thread_name_prefix: str = "queuey-handler",
+        in_thread: InThread | None = None,
     ) -> None:
         self._backend = backend
         self._configs = list(configs)
@@ -76,8 +94,9 @@ class ConsumeLoop:
         self._paused = asyncio.Event()
         self._resumed = asyncio.Event()
         (self._paused if paused else self._resumed).set()
-        self._slots = asyncio.Semaphore(concurrency)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._in_thread = in_thread or (lambda delivery: False)
+        self._slots = Slots(concurrency)
+        self._tasks: dict[asyncio.Task[None], Delivery] = {}
 
     @property
     def in_flight(self) -> int:
@@ -113,7 +132,7 @@ class ConsumeLoop:
         Raises:
             BackendError: a consumer could not go on.
         """
-        executor = ThreadPoolExecutor(self._concurrency, thread_name_prefix=self._thread_prefix)
+        executor = HandlerThreads(self._concurrency, self._thread_prefix)
         try:
             while not self._stop.is_set():
                 if self._paused.is_set():
@@ -150,19 +169,24 @@ class ConsumeLoop:
 
     async def _fetch(self, consumer: Consumer, config: QueueConfig, executor: Executor) -> None:
         process = self._bind(config, executor)
+        holds_slots = False
+        if isinstance(consumer, SlotAware):
+            consumer.share_slots(self._slots)
+            holds_slots = True
         while (delivery := await consumer.next()) is not None:
-            await self._slots.acquire()
+            if not holds_slots:
+                await self._slots.acquire()
             if self._paused.is_set():  # pulled just before the pause: hand it back untouched
                 await release(delivery)
-                self._slots.release()
+                self._slots.give()
                 continue
             task = asyncio.create_task(_guarded(process, delivery))
-            self._tasks.add(task)
+            self._tasks[task] = delivery
             task.add_done_callback(self._done)
 
     def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        self._slots.release()
+        self._tasks.pop(task, None)
+        self._slots.give()
         if not task.cancelled() and task.exception() is not None:
             log.error("delivery processing crashed", exc_info=task.exception())
 
@@ -171,16 +195,27 @@ class ConsumeLoop:
             return
         grace = None if self._grace is None else self._grace.total_seconds()
         await first_of(asyncio.wait(set(self._tasks)), self._force.wait(), timeout=grace)
-        late = {task for task in self._tasks if not task.done()}
-        for task in late:
+        how = "forced" if self._force.is_set() else "grace passed"
+        late = [task for task in self._tasks if not task.done()]
+        threads = [task for task in late if self._in_thread(self._tasks[task])]
+        cancelled = [task for task in late if task not in threads]
+        for task in cancelled:
             task.cancel()
-        if late:
+        if threads:
+            log.error(
+                "shutdown %s; %d handler thread(s) still running, their jobs stay held: each "
+                "outcome is recorded when its thread ends, or, if the process exits first, the "
+                "job will be redelivered after the lease",
+                how,
+                len(threads),
+            )
+        if cancelled:
             log.warning(
                 "shutdown %s; %d handler(s) cancelled and handed back, to be delivered again",
-                "forced" if self._force.is_set() else "grace passed",
-                len(late),
+                how,
+                len(cancelled),
             )
-            await asyncio.wait(late)
+            await asyncio.wait(cancelled)
 
 
 async def _guarded(process: Process, delivery: Delivery) -> None:

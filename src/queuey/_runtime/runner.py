@@ -6,11 +6,21 @@
 3. a settle that fails is counted once in ``settle_failures`` and shown to the middleware
    (``on_settle_failure``); one that succeeds is shown to them too (``on_outcome``).
 
+An outcome the backend refused for good (``settle.refused``: a value out of its range, a
+constraint; not a lost connection) can never be recorded: after counting that failure the
+runner records a dead letter saying which outcome could not be recorded and why
+(``settle.unrecordable``), shown to the middleware like any outcome, so the job never stays
+claimed until its lease only to fail the same way on every run. If even that is not recorded
+(counted too), the delivery is left to the backend's redelivery, as any failed settle.
+
+An outcome is settled only once no thread runs the delivery's plain handler: a run that a
+middleware or a cancellation gave up on while its thread runs on waits for the thread, keeping
+its job held and its slot taken (a plain handler past its timeout already waits in ``invoke``).
 When the worker's own task is cancelled (shutdown past its grace, or forced) while the delivery
-runs, the delivery is released untouched and the cancellation goes on. Nothing else escapes:
-a middleware raising around the call (or the run failing outside its handler, a bug) counts as
-a failed run, logged at ERROR; a hook raising after the settle is logged; a failed settle is
-counted.
+runs, the delivery is released untouched and the cancellation goes on, unless a thread still
+runs its plain handler (``in_thread``): that job is not handed back while it runs here. Nothing
+else escapes: a middleware raising around the call (or the run failing outside its handler, a
+bug) counts as a failed run, logged at ERROR; a hook raising after the settle is logged.
 """
 
 from __future__ import annotations
@@ -24,7 +34,8 @@ from typing import Any
 from queuey._outcome import Outcome
 from queuey._runtime.faces import Face
 from queuey._runtime.middleware import CallNext, Chain, Failed, Middleware
-from queuey._runtime.settle import release, settle
+from queuey._runtime.settle import refused, release, settle, unrecordable
+from queuey._runtime.threads import RunThreads
 from queuey.backends.base import Delivery
 from queuey.queues import QueueConfig
 
@@ -49,11 +60,17 @@ class Runner:
         self._face = face
         self.chain = Chain(middleware, face)
         self._settle_failures = 0
+        self._runs: dict[int, RunThreads] = {}  # by id(delivery): a delivery need not hash
 
     @property
     def settle_failures(self) -> int:
         """Outcomes the backend could not record (each shown to the middleware)."""
         return self._settle_failures
+
+    def in_thread(self, delivery: Delivery) -> bool:
+        """Whether a thread runs ``delivery``'s plain handler now (it cannot be cancelled)."""
+        run = self._runs.get(id(delivery))
+        return run is not None and run.running
 
     def bind(self, queue: QueueConfig, executor: Executor) -> Process:
         """The ``Process`` of ``queue``'s deliveries, plain handlers running in ``executor``.
@@ -63,12 +80,32 @@ class Runner:
         face = self._face
 
         def call(delivery: Delivery) -> Coroutine[Any, Any, Outcome]:
-            return face.run(delivery.envelope, queue, executor)
+            threads = self._runs.get(id(delivery)) or self._threads(executor, delivery)
+            return face.run(delivery.envelope, queue, threads)
 
         def failed(delivery: Delivery, error: BaseException) -> Outcome:
             return face.failed(delivery.envelope, queue, error)
 
-        return functools.partial(self.process, self.chain.wrap(call, failed), failed)
+        chained = self.chain.wrap(call, failed)
+        return functools.partial(self._process, chained, failed, executor)
+
+    def _threads(self, executor: Executor, delivery: Delivery) -> RunThreads:
+        face = self._face
+
+        def describe() -> tuple[str, dict[str, Any]]:
+            envelope = delivery.envelope
+            return f"job {envelope.job_type} {envelope.job_id}", face.fields(envelope)
+
+        return RunThreads(executor, describe, face.log)
+
+    async def _process(
+        self, call: CallNext, failed: Failed, executor: Executor, delivery: Delivery
+    ) -> None:
+        self._runs[id(delivery)] = self._threads(executor, delivery)
+        try:
+            await self.process(call, failed, delivery)
+        finally:
+            del self._runs[id(delivery)]
 
     async def process(self, call: CallNext, failed: Failed, delivery: Delivery) -> None:
         """Run ``delivery`` through ``call`` (the chain), settle the outcome and notify the
@@ -76,24 +113,56 @@ class Runner:
         outcome) is logged and decided by ``failed``.
 
         Raises:
-            CancelledError: the calling task was cancelled (the delivery was released).
+            CancelledError: the calling task was cancelled (the delivery was released, unless
+                a thread still runs its handler).
         """
         try:
             outcome = await call(delivery)
         except asyncio.CancelledError:
-            await release(delivery)
+            if not self.in_thread(delivery):
+                await release(delivery)
             raise
         except BaseException as exc:
             fields = self._face.fields(delivery.envelope)
             self._face.log.error("the run failed outside its handler", exc_info=exc, extra=fields)
             outcome = failed(delivery, exc)
+        await self._thread_ended(delivery)
         await self._settle(delivery, outcome)
 
-    async def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
+    async def _thread_ended(self, delivery: Delivery) -> None:
+        """Return once no thread runs ``delivery``'s plain handler: a run given up on while its
+        thread runs (a middleware's own timeout, a cancellation) keeps its job and its slot
+        until the thread ends, so the job never runs twice at once.
+
+        Raises:
+            CancelledError: the calling task was cancelled (the delivery was released once
+                its thread had ended, else left held).
+        """
+        run = self._runs.get(id(delivery))
+        if run is None or not run.running:
+            return
+        run.outlived()
+        try:
+            await run.ended()
+        except asyncio.CancelledError:
+            if not run.running:
+                await release(delivery)
+            raise
+
+    async def _settle(self, delivery: Delivery, outcome: Outcome) -> Exception | None:
+        """Record ``outcome``, else a dead letter in its place if it was refused for good;
+        returns the last failure (``None`` once something was recorded)."""
+        error = await self._record(delivery, outcome)
+        if error is not None and refused(error):
+            return await self._record(delivery, unrecordable(outcome, error))
+        return error
+
+    async def _record(self, delivery: Delivery, outcome: Outcome) -> Exception | None:
         try:
             await settle(delivery, outcome)
         except Exception as exc:
             self._settle_failures += 1
             self.chain.settle_failed(delivery, outcome, exc)
-            return
+            return exc
         self.chain.settled(delivery, outcome)
+        return None

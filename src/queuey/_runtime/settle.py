@@ -1,16 +1,31 @@
 """Delivery I/O: applying an outcome to its delivery (the one place an ``Outcome`` becomes a
 backend call), handing a delivery back untouched when shutdown cancelled its handler, and
-giving up on one whose processing crashed."""
+giving up on one whose processing crashed.
+
+An outcome the backend refuses for good (``refused``: its settle raised a ``ValueError``, as
+the PostgreSQL backend's ``RefusedError`` is, for a value out of the database's range or a
+constraint; never a lost connection) can never be recorded, so the runner records
+``unrecordable`` instead: a dead letter whose reason says which outcome could not be recorded
+and why.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from queuey._outcome import Ack, Cancelled, DeadLetter, DeferFor, Outcome, RetryAfter
+from queuey._outcome import (
+    Ack,
+    Cancelled,
+    DeadLetter,
+    DeferFor,
+    Outcome,
+    RetryAfter,
+    clean_text,
+)
 from queuey.backends.base import Delivery
 
-__all__ = ["give_up", "release", "settle"]
+__all__ = ["give_up", "refused", "release", "settle", "unrecordable"]
 
 log = logging.getLogger("queuey.worker")
 
@@ -21,6 +36,7 @@ async def settle(delivery: Delivery, outcome: Outcome) -> None:
 
     Raises:
         BackendError: the backend could not record it (the delivery comes again later).
+        ValueError: the backend refused it for good (``refused``).
     """
     match outcome:
         case Ack():
@@ -33,6 +49,32 @@ async def settle(delivery: Delivery, outcome: Outcome) -> None:
             await delivery.dead_letter(reason)
         case Cancelled():
             await delivery.cancelled()
+
+
+def refused(error: BaseException) -> bool:
+    """Whether a settle failed because the backend refused the outcome itself (a
+    ``ValueError``: recording it again would fail the same way), not because it could not be
+    reached."""
+    return isinstance(error, ValueError)
+
+
+def unrecordable(outcome: Outcome, error: BaseException) -> DeadLetter:
+    """The dead letter recorded instead of ``outcome``, which the backend refused with
+    ``error``: its reason names the outcome, the refusal and the run's own error or reason."""
+    what = "the outcome"
+    match outcome:
+        case Ack():
+            what = "the success"
+        case RetryAfter(delay=delay):
+            what = f"the retry in {delay.total_seconds():g}s"
+        case DeferFor(delay=delay):
+            what = f"the deferral for {delay.total_seconds():g}s"
+        case DeadLetter():
+            what = "the dead letter"
+    text = f"could not record {what}: {error}"
+    if outcome.text:
+        text += f" (the outcome's reason: {outcome.text})"
+    return DeadLetter(clean_text(text))
 
 
 async def release(delivery: Delivery) -> None:

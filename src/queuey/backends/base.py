@@ -34,7 +34,6 @@ RabbitMQ neither):
   publication once per idempotency key within a window.
 - ``ScheduleBackend``: the backend's clock and the schedules' shared state (last slot fired,
   paused), so every worker that knows a schedule agrees on it.
-
 A backend that keeps per-job state (PostgreSQL, memory) also implements ``JobLookup``: a job's
 state by the id ``enqueue`` returned, as a ``JobInfo``.
 """
@@ -58,13 +57,13 @@ __all__ = [
     "CancelResult",
     "Consumer",
     "Delivery",
+    "ScheduleBackend",
+    "SyncBackend",
+    "UniqueBackend",
     "JobInfo",
     "JobLookup",
     "JobState",
-    "ScheduleBackend",
-    "SyncBackend",
     "SyncJobLookup",
-    "UniqueBackend",
 ]
 
 CancelResult = Literal["cancelled", "requested", "not_found"]

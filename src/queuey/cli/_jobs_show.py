@@ -82,7 +82,7 @@ def show(job_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool
     \b
     --json prints one object:
       {"id": str, "kind": "job" | "topic", "queue": str, "job_type": str,
-       "state": "pending" | "running" | "done" | "failed", "attempts": int,
+       "state": "pending" | "running" | "done" | "failed" | "cancelled", "attempts": int,
        "redeliveries": int, "deferrals": int, "priority": int,
        "due_at": ISO 8601 str (UTC), "last_error": str | null, "payload": any}
     where due_at is when a pending job may run next (later than now: scheduled).

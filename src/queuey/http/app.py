@@ -177,11 +177,11 @@ class _PublishEndpoint:
     ) -> Response:
         try:
             publication = await self._publish(topic, message, published_by, priority, key)
-        except (InvalidTopicError, ValueError) as exc:  # a bad topic, then a bad priority
-            raise HTTPException(400, str(exc)) from None
-        except BackendError as exc:
+        except BackendError as exc:  # first: a refused statement is a ValueError too
             logger.error("publishing to topic %r failed: %s", topic, exc)
             raise HTTPException(500, QUEUE_FAILED) from None
+        except (InvalidTopicError, ValueError) as exc:  # a bad topic, priority or payload
+            raise HTTPException(400, str(exc)) from None
         status = 200 if publication.replayed else 202
         return JSONResponse(publication.as_json(), status_code=status)
 

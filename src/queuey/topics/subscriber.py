@@ -90,7 +90,10 @@ class Subscriber(Engine):
         concurrency: messages handled at once, and threads for plain functions (default:
             ``batch``).
         shutdown_grace: how long shutdown waits for running functions before cancelling them
-            (default: no limit). A cancelled message is redelivered later (at-least-once).
+            (default: no limit). A cancelled message is redelivered later (at-least-once). A
+            plain function cannot be cancelled: its message is not handed back while its
+            thread runs (an ERROR says how many); it is recorded when the thread ends, or
+            redelivered after the lease once the process has exited.
         paused: start paused (default: ``not config.enabled``).
         middleware: ``Middleware`` instances run around each message and told each outcome,
             after the built-in ones (outcome log, stats), in order.

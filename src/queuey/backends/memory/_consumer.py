@@ -1,8 +1,10 @@
 """Consumers and deliveries of the memory backend.
 
 A ``MemoryConsumer`` hands out envelopes of one queue, at most ``prefetch`` unsettled, and only
-those of its job types when it has any (so several workers may share a queue). Both it and its
-``MemoryDelivery`` objects work on the backend's ``Store``, never on the backend itself.
+those of its job types when it has any (so several workers may share a queue). Under a worker it
+takes an envelope only when the worker has a free handler slot (``share_slots``), holding that
+slot, so an envelope never waits taken by a busy worker while another one could run it. Both it
+and its ``MemoryDelivery`` objects work on the backend's ``Store``, never on the backend itself.
 """
 
 from __future__ import annotations
@@ -11,14 +13,31 @@ import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from queuey.backends.base import Delivery
 from queuey.backends.memory._store import QueueState, Store, now
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, NotSupportedError
 
-__all__ = ["MemoryConsumer", "MemoryDelivery"]
+__all__ = ["MemoryConsumer", "MemoryDelivery", "Slots"]
+
+
+class Slots(Protocol):
+    """The worker's handler slots, shared by its consumers (the runtime's ``Slots``)."""
+
+    @property
+    def free(self) -> int:
+        """Slots nobody holds."""
+        ...
+
+    def take(self, wanted: int) -> int:
+        """Hold up to ``wanted`` free slots now; returns how many."""
+        ...
+
+    def watch(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Call ``wake()`` whenever slots are freed; returns what stops it."""
+        ...
 
 
 class MemoryDelivery:
@@ -147,15 +166,28 @@ class MemoryConsumer:
         self._slots = prefetch
         self._stopped = False
         self._wake = asyncio.Event()
+        self._shared: Slots | None = None
+        self._unwatch: Callable[[], None] | None = None
+
+    def share_slots(self, slots: Slots) -> None:
+        """Take an envelope only while ``slots`` has a free one, and hold it for the delivery
+        (the worker frees it when the run ends)."""
+        self._shared = slots
+        self._unwatch = slots.watch(self._wake.set)
 
     async def next(self) -> Delivery | None:
         """The next delivery; ``None`` once stopped or the backend is closed."""
         store = self._store
+        shared = self._shared
         while not self._stopped and not store.closed:
-            envelope = self._take() if self._slots > 0 else None
+            room = self._slots > 0 and (shared is None or shared.free > 0)
+            envelope = self._take() if room else None
             if envelope is not None:
+                if shared is not None:
+                    shared.take(1)
                 self._slots -= 1
                 store.handed_out(envelope)
+                store.track(envelope, "running", ran=True)
                 return MemoryDelivery(store, self._queue, envelope, self._release)
             await self._wait()
         return None
@@ -163,6 +195,8 @@ class MemoryConsumer:
     async def stop(self) -> None:
         """Hand out nothing more; ``next`` returns ``None``."""
         self._stopped = True
+        if self._unwatch is not None:
+            self._unwatch()
         self._wake.set()
 
     def _release(self) -> None:
@@ -178,6 +212,7 @@ class MemoryConsumer:
             item = pending[index]
             if item.expires_at is not None and now() > item.expires_at:
                 del pending[index]
+                self._store.keys.moved(item.envelope.job_id, "failed")
                 self._store.expire(self._queue, item.envelope)
             elif wanted is None or item.envelope.job_type in wanted:
                 del pending[index]

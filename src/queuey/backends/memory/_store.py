@@ -102,9 +102,9 @@ class Store:
 
     def __init__(self, start: datetime | None = None) -> None:
         self.queues: dict[tuple[Kind, str], QueueState] = {}
+        self.jobs: dict[str, JobRecord] = {}
         self.closed = False
         self.keys = Keys()
-        self.jobs: dict[str, JobRecord] = {}
         self.clock = WallClock(start)
         self._timers: dict[str, Waiting] = {}
         self.running: dict[str, asyncio.Future[None]] = {}  # job id -> its cancel request
@@ -271,9 +271,8 @@ class Store:
 
     def expire(self, queue: QueueState, envelope: Envelope) -> None:
         """Dead-letter ``envelope``, taken from ``queue``'s pending ones past its message TTL
-        ("expired"), releasing its unique key; wakes ``wait_idle``."""
+        ("expired"); wakes ``wait_idle``."""
         queue.dead.append((envelope, "expired"))
-        self.keys.moved(envelope.job_id, "failed")
         self.track(envelope, "failed", ran=False, error="expired")
         self._activity.set()
 
@@ -283,7 +282,6 @@ class Store:
         """A consumer handed out a delivery of ``envelope``."""
         self._in_flight += 1
         self.keys.moved(envelope.job_id, "running")
-        self.track(envelope, "running", ran=True)
 
     @property
     def in_flight(self) -> int:

@@ -3,8 +3,11 @@
 Acks go through ``AckBatch`` (many per statement); a retry, deferral, dead letter or release is
 one fenced statement each. Every settle must land: a connection lost on the way is retried with
 backoff (0.2 s, doubling, 5 attempts) before the outcome is reported as not recorded, in which
-case the row is redelivered after its lease (at-least-once, never lost). A settle whose fence
-fails (another worker took the row after the lease expired) raises ``LostClaimError``.
+case the row is redelivered after its lease (at-least-once, never lost). A settle the database
+refuses for the values it carries (``RefusedError``: a delay past its timestamp range, a
+constraint) is not retried: it raises ``RefusedError`` at once, and the runner records a dead
+letter in its place. A settle whose fence fails (another worker took the row after the lease
+expired) raises ``LostClaimError``.
 
 ``held`` is what the heartbeat extends: a row is held from its claim until its settle is done.
 """
@@ -15,8 +18,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
-from queuey.backends.postgres._acks import AckBatch, lost_claim
-from queuey.backends.postgres._errors import DatabaseUnavailableError
+from queuey.backends.postgres._acks import AckBatch, LostClaimError, lost_claim
+from queuey.backends.postgres._errors import DatabaseUnavailableError, RefusedError
 from queuey.backends.postgres._store import Store
 from queuey.errors import BackendError
 
@@ -29,10 +32,12 @@ SETTLE_ATTEMPTS = 5
 
 
 async def landed(statement: Callable[[], Awaitable[T]]) -> T:
-    """Run ``statement`` until it lands, retrying lost connections with backoff.
+    """Run ``statement`` until it lands, retrying lost connections with backoff (never a
+    refused statement: it would fail the same way).
 
     Raises:
-        BackendError: the database stayed unreachable, or refused the statement.
+        BackendError: the database stayed unreachable, or failed the statement.
+        RefusedError: the database refused the statement for its values.
     """
     for attempt in range(SETTLE_ATTEMPTS - 1):
         try:
@@ -44,14 +49,15 @@ async def landed(statement: Callable[[], Awaitable[T]]) -> T:
 
 class Completer:
     """Settles the rows one backend claimed, through its store. Every method raises
-    ``LostClaimError`` when the fence refused the outcome (the claim was lost), and
-    ``BackendError`` when the database stayed unreachable (the row is then redelivered after
-    its lease)."""
+    ``LostClaimError`` when the fence refused the outcome (the claim was lost), ``RefusedError``
+    when the database refused the statement for its values, and ``BackendError`` when the
+    database stayed unreachable (the row is then redelivered after its lease)."""
 
     def __init__(self, store: Store) -> None:
         self.held: set[str] = set()
         self._store = store
         self._acks = AckBatch(self._record_acks)
+        self._refused: dict[str, RefusedError] = {}
 
     def hold(self, row_ids: Iterable[str]) -> None:
         """Rows just claimed: keep their leases alive until they are settled."""
@@ -61,11 +67,28 @@ class Completer:
         """Record the success of ``row_id``'s run ``attempts`` (batched with other acks)."""
         try:
             await self._acks.ack(row_id, attempts)
+        except LostClaimError:
+            refusal = self._refused.pop(row_id, None)
+            if refusal is not None:
+                raise refusal from None
+            raise
         finally:
+            self._refused.pop(row_id, None)
             self.held.discard(row_id)
 
     async def _record_acks(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
-        lost = await landed(lambda: self._store.ack(ids, attempts))
+        """The ids of the batch recorded. A batch the database refuses is recorded row by row,
+        so only the rows it refuses fail (with their ``RefusedError``)."""
+        try:
+            lost = await landed(lambda: self._store.ack(ids, attempts))
+        except RefusedError as exc:
+            if len(ids) == 1:
+                self._refused[ids[0]] = exc
+                return set()
+            recorded: set[str] = set()
+            for row_id, attempt in zip(ids, attempts, strict=True):
+                recorded |= await self._record_acks([row_id], [attempt])
+            return recorded
         return {row_id for row_id in ids if row_id not in lost}
 
     async def reschedule(
@@ -106,6 +129,8 @@ class Completer:
     async def _settle(self, row_id: str, statement: Callable[[], Awaitable[bool]]) -> None:
         try:
             recorded = await landed(statement)
+        except RefusedError:
+            raise  # the job's own log fields name it
         except BackendError as exc:
             raise BackendError(f"could not record outcome of job {row_id}: {exc}") from None
         finally:

@@ -3,12 +3,17 @@
 A consumer claims up to ``prefetch - unsettled`` rows of its queue in one statement
 (``FOR UPDATE SKIP LOCKED``), at most half the prefetch at a time so that the next claim overlaps
 the handlers of the previous one, hands them out one by one, and claims again while claims come
-back full (drain: notifications coalesce). It waits for a notification, the poll interval, or
-the next due row, whichever comes first; when that row falls due is asked only after what a
-short claim brought has been handed out, so that round trip never delays a delivery. Outcomes
-go through the backend's ``Completer`` (acks many per statement). Database errors never escape
-``next``: they are logged once per outage and the consumer retries, so a database restart costs
-latency, not the worker.
+back full (drain: notifications coalesce). Under a worker it also claims no more rows than the
+worker has free handler slots (``share_slots``): it takes the slots before the claim and gives
+back those the claim did not fill, so every row it claims is handed to a handler at once. A row
+is never claimed to wait in this process behind a slow job (while another worker idles), and a
+worker that dies holds only rows it had started, the only ones charged a lost lease.
+
+It waits for a notification, the poll interval, or the next due row, whichever comes first;
+when that row falls due is asked only after what a short claim brought has been handed out, so
+that round trip never delays a delivery. Outcomes go through the backend's ``Completer`` (acks
+many per statement). Database errors never escape ``next``: they are logged once per outage
+and the consumer retries, so a database restart costs latency, not the worker.
 
 A consumer depends on the store, the completer, the waker and the outage record it is given
 (``ConsumerLinks``), never on the backend.
@@ -19,10 +24,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from queuey.backends.postgres._acks import LostClaimError, lost_claim
 from queuey.backends.postgres._cancel import Cancellations
@@ -35,7 +41,7 @@ from queuey.backends.postgres._wake import Waker
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
 
-__all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "storable"]
+__all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "Slots", "storable"]
 
 log = logging.getLogger("queuey.postgres")
 
@@ -64,11 +70,29 @@ class ConsumerLinks:
     cancellations: Cancellations
 
 
+class Slots(Protocol):
+    """The worker's handler slots, shared by its consumers (the runtime's ``Slots``)."""
+
+    def take(self, wanted: int) -> int:
+        """Hold up to ``wanted`` free slots now; returns how many."""
+        ...
+
+    def give(self, count: int = 1) -> None:
+        """Free ``count`` slots."""
+        ...
+
+    def watch(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Call ``wake()`` whenever slots are freed; returns what stops it."""
+        ...
+
+
 class PgDelivery:
     """One claimed row; settling it is fenced by (owner, attempts).
 
     A handler may complete it inside its own transaction (``transaction()``): the row is then
-    done when that transaction commits, and the later ``ack`` only frees the delivery.
+    done when that transaction commits, and the later ``ack`` only frees the delivery. The
+    consumer counts it unsettled until its first settle, whether that lands or not (a refused
+    outcome may be followed by a dead letter on the same delivery).
     """
 
     def __init__(self, consumer: PgConsumer, claim: Claim) -> None:
@@ -76,6 +100,7 @@ class PgDelivery:
         self._claim = claim
         self._cancel = consumer.cancellations.watch(claim.row_id)
         self._completed = False
+        self._freed = False
 
     @property
     def envelope(self) -> Envelope:
@@ -128,7 +153,9 @@ class PgDelivery:
     def _done(self) -> None:
         self._consumer.completer.held.discard(self.row_id)
         self._consumer.cancellations.forget(self.row_id)
-        self._consumer.settled(self)
+        if not self._freed:  # once, though a refused outcome may be followed by a dead letter
+            self._freed = True
+            self._consumer.settled(self)
 
     def _check_not_completed(self) -> None:
         """Refuse a failure outcome after the handler's transaction recorded success.
@@ -215,6 +242,8 @@ class PgConsumer:
         self._timer: asyncio.TimerHandle | None = None
         self._suspect: PgDelivery | None = None
         self._due_unknown = False
+        self._slots: Slots | None = None
+        self._unwatch: Callable[[], None] | None = None
         # Half the prefetch per claim: the next claim is on the wire while the handlers of the
         # previous one run, so the database and the handlers overlap instead of taking turns.
         self._claim_batch = max(1, config.prefetch // 2)
@@ -239,6 +268,16 @@ class PgConsumer:
         self._timer = None
         self.poke()
 
+    def share_slots(self, slots: Slots) -> None:
+        """Claim only for free ``slots`` from now on: each delivery handed out holds one,
+        which the worker frees when its run ends."""
+        self._slots = slots
+        self._unwatch = slots.watch(self._slot_freed)
+
+    def _slot_freed(self) -> None:
+        if self._maybe_more:
+            self._event.set()
+
     def settled(self, delivery: PgDelivery) -> None:
         """A delivery of this consumer was settled: a slot is free."""
         self._unsettled -= 1
@@ -256,14 +295,32 @@ class PgConsumer:
                 return None
             free = self.config.prefetch - self._unsettled
             if self._maybe_more and free > 0 and self._suspect is None:
-                await self._claim(min(free, self._claim_batch))
-                continue
+                if await self._claim_for_slots(min(free, self._claim_batch)):
+                    continue
             if self._due_unknown:
                 await self._schedule_due()
                 continue
             await self._wait()
 
-    async def _claim(self, limit: int) -> None:
+    async def _claim_for_slots(self, limit: int) -> bool:
+        """Claim up to ``limit`` rows, no more than the free slots (taken first, those the
+        claim did not fill given back); false when no slot is free (nothing was claimed)."""
+        slots = self._slots
+        if slots is None:
+            await self._claim(limit)
+            return True
+        taken = slots.take(limit)
+        if not taken:
+            return False
+        claimed = 0
+        try:
+            claimed = await self._claim(taken)
+        finally:
+            if taken > claimed:
+                slots.give(taken - claimed)
+        return True
+
+    async def _claim(self, limit: int) -> int:
         self._event.clear()
         pokes = self._pokes
         links = self._links
@@ -271,7 +328,7 @@ class PgConsumer:
         if claims is None:  # the database is down: retry soon, or on reconnect
             self._maybe_more = self._pokes != pokes
             self.wake_after(min(1.0, links.poll_interval))
-            return
+            return 0
         self._unsettled += len(claims)
         self.completer.hold([claim.envelope.job_id for claim in claims])
         for claim in claims:
@@ -285,6 +342,7 @@ class PgConsumer:
             # When the next row falls due is asked only once what was claimed is handed out:
             # the round trip then overlaps the handlers instead of delaying them.
             self._due_unknown = True
+        return len(claims)
 
     async def _schedule_due(self) -> None:
         self._due_unknown = False
@@ -302,6 +360,8 @@ class PgConsumer:
 
     async def stop(self) -> None:
         self._stopped = True
+        if self._unwatch is not None:
+            self._unwatch()
         if self._timer is not None:
             self._timer.cancel()
         self._event.set()
