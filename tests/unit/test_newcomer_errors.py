@@ -119,3 +119,14 @@ async def test_rabbitmq_says_it_cannot_look_a_job_up() -> None:
         await producer.job("00000000-0000-4000-8000-000000000000")
     assert "a broker keeps messages, not jobs" in str(caught.value)
     assert "PostgreSQL and MemoryBackend can" in str(caught.value)
+
+
+@pytest.mark.looptime
+async def test_a_memory_jobs_due_time_is_on_the_backends_wall_clock() -> None:
+    start = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+    backend = MemoryBackend(start=start)
+    producer = await Producer.create(Mail, backend)
+    job_id = await producer.enqueue_after(SendEmail(to="a@b.c"), "90s")
+    found = await producer.job(job_id)
+    assert found is not None
+    assert abs(found.due_at - (start + timedelta(seconds=90))) < timedelta(milliseconds=1)

@@ -163,7 +163,7 @@ class MemoryBackend:
         """Where job ``job_id`` is now (``JobLookup``): its state, attempts, last error and due
         time; ``None`` when this backend never saw it. Works after ``close`` too."""
         record = self._store.jobs.get(job_id)
-        return None if record is None else record.info()
+        return None if record is None else record.info(self._store.clock)
 
     async def close(self) -> None:
         """Close: later publishes raise ``ShutDownError``; timers are cancelled."""

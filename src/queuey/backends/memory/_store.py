@@ -53,10 +53,10 @@ class JobRecord:
     due: float
     last_error: str | None = None
 
-    def info(self) -> JobInfo:
-        """As a ``JobInfo``, its due time on the wall clock (UTC)."""
+    def info(self, clock: WallClock) -> JobInfo:
+        """As a ``JobInfo``, its due time on ``clock`` (the store's wall clock, UTC)."""
         envelope = self.envelope
-        due_at = datetime.now(UTC) + timedelta(seconds=self.due - now())
+        due_at = datetime.fromtimestamp(clock.epoch() + self.due - now(), UTC)
         return JobInfo(
             id=envelope.job_id,
             kind=envelope.kind,
