@@ -206,12 +206,12 @@ class PostgresBackend:
             return
         self._state = "closed"
         self._guard.stop()
-        for task in self._tasks:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._tasks.clear()
         await self._completer.close()
         await self._store.close()
 
@@ -416,7 +416,14 @@ class PostgresBackend:
         it was away waits for the poll), and check at once that the rows held here are still
         ours (a cancel notified while it was away is not missed)."""
         self._waker.wake_all()
-        self._tasks.append(asyncio.create_task(self._maintenance.beat()))
+        check = asyncio.create_task(self._maintenance.beat())
+        self._tasks.append(check)  # cancelled by close() if still running
+        check.add_done_callback(self._forget_task)
+
+    def _forget_task(self, task: asyncio.Task[None]) -> None:
+        """Drop a finished one-off task, so reconnects do not grow the task list."""
+        if task in self._tasks:
+            self._tasks.remove(task)
 
     async def claim(
         self, config: QueueConfig, limit: int
