@@ -11,7 +11,10 @@ constraint; not a lost connection) can never be recorded: after counting that fa
 runner records a dead letter saying which outcome could not be recorded and why
 (``settle.unrecordable``), shown to the middleware like any outcome, so the job never stays
 claimed until its lease only to fail the same way on every run. If even that is not recorded
-(counted too), the delivery is left to the backend's redelivery, as any failed settle.
+(counted too), the delivery is left to the backend's redelivery, as any failed settle. A
+settle refused because the job was cancelled while it ran (the backend says so through
+``Delivery.cancel_requested``, possibly only once it refused) is that run's cancellation: it is
+recorded as ``Cancelled``, not counted as a failure.
 
 An outcome is settled only once no thread runs the delivery's plain handler: a run that a
 middleware or a cancellation gave up on while its thread runs on waits for the thread, keeping
@@ -31,7 +34,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import Executor
 from typing import Any
 
-from queuey._outcome import Outcome
+from queuey._outcome import Cancelled, Outcome
 from queuey._runtime.faces import Face
 from queuey._runtime.middleware import CallNext, Chain, Failed, Middleware
 from queuey._runtime.settle import refused, release, settle, unrecordable
@@ -161,8 +164,18 @@ class Runner:
         try:
             await settle(delivery, outcome)
         except Exception as exc:
+            if not isinstance(outcome, Cancelled) and cancelled_meanwhile(delivery):
+                return await self._record(delivery, Cancelled())
             self._settle_failures += 1
             self.chain.settle_failed(delivery, outcome, exc)
             return exc
         self.chain.settled(delivery, outcome)
         return None
+
+
+def cancelled_meanwhile(delivery: Delivery) -> bool:
+    """Whether ``delivery``'s job was cancelled while it ran (``Delivery.cancel_requested``):
+    its outcome was then refused because the backend holds the job as cancelled, which is the
+    run's true end, not a failure to record it."""
+    request = delivery.cancel_requested
+    return request is not None and request.done() and not request.cancelled()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -39,6 +39,7 @@ from queuey.backends.postgres._rows import Claim
 from queuey.backends.postgres._store import Store
 from queuey.backends.postgres._wake import Waker
 from queuey.envelope import Envelope
+from queuey.errors import BackendError
 from queuey.queues import QueueConfig
 
 __all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "Slots", "storable"]
@@ -135,14 +136,38 @@ class PgDelivery:
                     "or the job cancelled); the transaction is rolled back",
                     self.row_id,
                 )
-                raise lost_claim(self.row_id)
+                raise await self._refusal()
         self._completed = True
+
+    async def _refusal(self) -> LostClaimError:
+        """The error of an outcome the fence refused, after asking the row's state (a rare
+        path: one query). When the row was cancelled, whether or not its notification arrived,
+        ``cancel_requested`` is completed first, so the run ends as a cancellation rather than a
+        failure to record it; otherwise the claim was lost (its lease expired)."""
+        try:
+            state = await self._consumer.store.job_state(self.row_id)
+        except BackendError:
+            state = None  # the fence's answer stands: the claim was lost
+        if state != "cancelled":
+            return lost_claim(self.row_id)
+        if not self._cancel.done():
+            self._cancel.set_result(None)
+        return LostClaimError(
+            f"job {self.row_id} was cancelled while it ran; the outcome was not recorded"
+        )
+
+    async def _fenced(self, settle: Awaitable[None]) -> None:
+        """Await ``settle``; a refusal by the fence raises ``_refusal()``."""
+        try:
+            await settle
+        except LostClaimError:
+            raise await self._refusal() from None
 
     async def ack(self) -> None:
         envelope = self._claim.envelope
         try:
             if not self._completed:
-                await self._consumer.completer.ack(envelope.job_id, envelope.attempt)
+                await self._fenced(self._consumer.completer.ack(envelope.job_id, envelope.attempt))
         finally:
             self._done()
 
@@ -181,15 +206,17 @@ class PgDelivery:
         seconds = delay.total_seconds()
         consumer = self._consumer
         try:
-            await consumer.completer.reschedule(
-                self.row_id,
-                self._claim.envelope.attempt,
-                next_attempts=envelope.attempt - 1,
-                deferrals=envelope.deferrals,
-                priority=envelope.priority,
-                delay=seconds,
-                ttl=consumer.ttl,
-                error=None if error is None else storable(error),
+            await self._fenced(
+                consumer.completer.reschedule(
+                    self.row_id,
+                    self._claim.envelope.attempt,
+                    next_attempts=envelope.attempt - 1,
+                    deferrals=envelope.deferrals,
+                    priority=envelope.priority,
+                    delay=seconds,
+                    ttl=consumer.ttl,
+                    error=None if error is None else storable(error),
+                )
             )
         finally:
             self._done()
@@ -198,8 +225,10 @@ class PgDelivery:
     async def dead_letter(self, reason: str) -> None:
         self._check_not_completed()
         try:
-            await self._consumer.completer.dead_letter(
-                self.row_id, self._claim.envelope.attempt, storable(reason)
+            await self._fenced(
+                self._consumer.completer.dead_letter(
+                    self.row_id, self._claim.envelope.attempt, storable(reason)
+                )
             )
         finally:
             self._done()
