@@ -223,12 +223,22 @@ class Schedule(Periodic):
     Args:
         name: the schedule's name, unique among schedules.
         job: the job instance to enqueue at each slot (a ``Job`` of the worker's queue set).
-        cron, every, tz, catch_up, catch_up_limit, skip_if_running, grace: as for
-            ``Periodic``.
+        cron: a five-field cron expression, read in ``tz``; give ``cron`` or ``every``.
+        every: or a fixed interval (``"10s"``, ``timedelta``, seconds), slots aligned to the
+            epoch on the database clock.
+        tz: the IANA time zone of ``cron`` (default ``"UTC"``).
+        catch_up: which slots a worker fires when it finds several due at once: ``"latest"``
+            (default: the newest only), ``"none"`` (the newest, only if it is at most ``grace``
+            late) or ``"all"`` (up to ``catch_up_limit`` of the newest, oldest first).
+        catch_up_limit: the most missed slots ``"all"`` fires (default 100).
+        skip_if_running: skip a slot while the previous firing is still pending or running.
+        grace: how late a slot may be found and still fire under ``catch_up="none"``
+            (duration; default 60 s).
 
     Raises:
-        ConfigError: a bad option, an invalid cron expression or an unknown time zone; the
-            message names the schedule.
+        ConfigError: a bad option (neither or both of ``cron`` and ``every``, a zero
+            interval, a ``job`` that is not a ``Job`` instance), an invalid cron expression or
+            an unknown time zone; the message names the schedule.
     """
 
     def __init__(

@@ -59,10 +59,9 @@ class Worker(Engine, Generic[Q]):
             ``"cancelled"`` and ``text`` the error or reason ("" on success); for metrics. It
             must not block.
         middleware: ``Middleware`` instances run around each job and told each outcome, after
-            the built-in ones (outcome log, stats, ``on_settled``), in order.
+            the built-in ones (outcome log, stats, cancellation, ``on_settled``), in order.
         schedules: ``Schedule`` values whose slots this worker fires while it runs (every
             worker given a schedule tries each slot; exactly one enqueue wins).
-            the built-in ones (outcome log, stats, cancellation, ``on_settled``), in order.
         cancel_grace: how long a handler whose job was cancelled while it runs may take to
             stop on its own (``ctx.cancelled``) before its task is cancelled (default 5 s).
 
