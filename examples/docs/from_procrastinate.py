@@ -21,7 +21,7 @@ class SendEmail(
     Job[Tasks],
     queue=Tasks.emails,
     name="app.send_email",
-    retry=RetryPolicy.exponential(max_attempts=5, base="2s"),  # RetryStrategy(max_attempts=5, ...)
+    retry=RetryPolicy.exponential(max_attempts=5, base="2s"),  # RetryStrategy(max_attempts=4)
 ):
     to: str
 

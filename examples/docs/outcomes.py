@@ -29,6 +29,13 @@ class Charge(Job[Billing], queue=Billing.charges):
     cents: int
 
 
+# --8<-- [start:policies]
+EXPONENTIAL = RetryPolicy.exponential(max_attempts=5, base="1s", factor=2, max="5m")  # jitter on
+FIXED = RetryPolicy.fixed(max_attempts=3, delay="10s")
+NEVER = RetryPolicy.none()  # the first failure dead-letters
+# --8<-- [end:policies]
+
+
 # --8<-- [start:handler]
 def build_worker(backend: MemoryBackend, seen: list[str]) -> Worker[Billing]:
     worker = Worker(Billing, backend, job_timeout="30s")
@@ -71,6 +78,7 @@ async def main() -> None:
         "ok attempt 1 deferrals 0",
     ]
     assert dead == ["fatal error: nothing to charge: 0"]
+    assert (EXPONENTIAL.max_attempts, FIXED.max_attempts, NEVER.max_attempts) == (5, 3, 1)
 
 
 if __name__ == "__main__":
