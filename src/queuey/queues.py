@@ -28,6 +28,7 @@ from queuey.retry import RetryPolicy
 __all__ = ["DEFAULT_MAX_PRIORITY", "Queue", "QueueConfig", "QueueSet", "snake_case"]
 
 DEFAULT_MAX_PRIORITY = 10
+"""A queue's top priority level when ``Queue(max_priority=...)`` is not given."""
 _MAX_NAME_BYTES = 235  # leaves room for RabbitMQ's longest derived name (SEEDS-DIGEST §2.9)
 _CAMEL_1 = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _CAMEL_2 = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")

@@ -95,6 +95,7 @@ class PausingBackend:
         self.max_delay = backend.max_delay
 
     async def declare(self, queues: Sequence[QueueConfig]) -> None:
+        """Declare ``queues`` on the wrapped backend (as ``Backend.declare``)."""
         await self.backend.declare(queues)
 
     async def publish(
@@ -104,26 +105,33 @@ class PausingBackend:
         *,
         connection: object | None = None,
     ) -> None:
+        """Publish through the wrapped backend (as ``Backend.publish``); pauses do not stop it."""
         await self.backend.publish(envelopes, delay, connection=connection)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
+        """Defer through the wrapped backend (as ``Backend.defer``)."""
         await self.backend.defer(envelope, delay)
 
     async def cancel(self, job_id: str) -> CancelResult:
+        """Cancel through the wrapped backend (as ``Backend.cancel``)."""
         return await self.backend.cancel(job_id)
 
     def consumer(self, queue: QueueConfig) -> Consumer:
+        """A consumer of ``queue`` that claims nothing while the gate pauses it."""
         return GatedConsumer(self.backend, queue, self.gate)
 
     async def count_pending(self, queue: str, kind: Kind = "job") -> int:
+        """The wrapped backend's pending count (as ``Backend.count_pending``)."""
         return await self.backend.count_pending(queue, kind)
 
     async def list_dead(
         self, queue: str, kind: Kind = "job", limit: int = 100
     ) -> list[tuple[Envelope, str]]:
+        """The wrapped backend's dead letters (as ``Backend.list_dead``)."""
         return await self.backend.list_dead(queue, kind, limit)
 
     async def close(self) -> None:
+        """Close the wrapped backend."""
         await self.backend.close()
 
 

@@ -14,6 +14,8 @@ from queuey.backends.postgres._store import Store
 __all__ = ["LATEST_VERSION", "migrate"]
 
 LATEST_VERSION = latest_version()
+"""The number of the newest schema migration this version ships (``queuey db migrate``
+brings a schema to it)."""
 
 
 async def migrate(
