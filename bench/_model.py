@@ -17,9 +17,12 @@ SYSTEMS = (
     "dramatiq",
     "aio-pika",
     "sql-limit",
+    "bare-loop",
 )
 MEASUREMENTS = (
     "drain",
+    "drain_2p",
+    "drain_scaled",
     "enqueue_single",
     "enqueue_bulk",
     "latency_p50",
@@ -29,6 +32,8 @@ MEASUREMENTS = (
 )
 UNITS = {
     "drain": "jobs/s",
+    "drain_2p": "jobs/s",
+    "drain_scaled": "jobs/s",
     "enqueue_single": "jobs/s",
     "enqueue_bulk": "jobs/s",
     "latency_p50": "ms",

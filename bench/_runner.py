@@ -24,7 +24,7 @@ __all__ = ["SystemResult", "measure"]
 _STEP_TIMEOUT_S = 600.0
 _RETRY_PAUSE_S = 5.0
 T = TypeVar("T")
-_WORKERLESS = {"sql-limit"}
+_WORKERLESS = {"sql-limit", "bare-loop"}
 _RSS_FLATNESS = {"queuey-postgres", "queuey-rabbitmq"}
 
 

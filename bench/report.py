@@ -21,6 +21,7 @@ _RATIOS = (
     ("queuey-postgres", "pgqueuer"),
     ("queuey-postgres", "procrastinate"),
     ("queuey-postgres", "sql-limit"),
+    ("queuey-postgres", "bare-loop"),
     ("queuey-rabbitmq", "dramatiq"),
     ("queuey-rabbitmq", "aio-pika"),
 )
@@ -97,6 +98,13 @@ def targets(runs: list[Run]) -> list[Target]:
         ),
         lambda: _ratio_target(
             m,
+            "PostgreSQL drain ≥ 75% of the bare loop",
+            (pg, "drain"),
+            ("bare-loop", "drain"),
+            0.75,
+        ),
+        lambda: _ratio_target(
+            m,
             "bulk enqueue ≥ 2x PgQueuer's",
             (pg, "enqueue_bulk"),
             ("pgqueuer", "enqueue_bulk"),
@@ -126,6 +134,16 @@ def targets(runs: list[Run]) -> list[Target]:
             0.8,
         ),
         lambda: _rss_target(m, "worker RSS flat (within 10%) from 10k to 100k drained jobs"),
+        lambda: _ratio_target(
+            m, "2 processes drain ≥ 1.6x one", (pg, "drain_2p"), (pg, "drain"), 1.6
+        ),
+        lambda: _ratio_target(
+            m,
+            "drain flat (within 10%) with 1,000,000 done and 100,000 later rows",
+            (pg, "drain_scaled"),
+            (pg, "drain"),
+            0.9,
+        ),
     ]
     return [check() for check in checks]
 

@@ -23,6 +23,7 @@ MODULES = {
     "dramatiq": "bench.systems.dramatiq_rabbitmq",
     "aio-pika": "bench.systems.aio_pika_rabbitmq",
     "sql-limit": "bench.systems.sql_limit",
+    "bare-loop": "bench.systems.bare_loop",
 }
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from queuey.errors import QueueyError
 
-__all__ = ["Envelope", "Kind", "MalformedEnvelopeError", "new_job_id"]
+__all__ = ["Envelope", "Kind", "MalformedEnvelopeError", "new_job_id", "new_job_ids"]
 
 Kind = Literal["job", "topic"]
 """Which face of the engine a message belongs to: a typed job, or a topic message whose
@@ -38,6 +38,22 @@ def new_job_id() -> str:
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
     h = raw.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def new_job_ids(count: int) -> list[str]:
+    """``count`` random (version 4) UUIDs as ``new_job_id`` makes them, from one
+    ``os.urandom`` call (about 0.6 µs each: a bulk enqueue makes thousands at once)."""
+    h = os.urandom(16 * count).hex()
+    variant = "89ab89ab89ab89ab"  # the RFC 4122 variant of a random nibble (10xx)
+    return [
+        f"{h[i : i + 8]}-{h[i + 8 : i + 12]}-4{h[i + 13 : i + 16]}-"
+        f"{variant[int(h[i + 16], 16)]}{h[i + 17 : i + 20]}-{h[i + 20 : i + 32]}"
+        for i in range(0, 32 * count, 32)
+    ]
+
+
+_object_new = object.__new__
+_set = object.__setattr__
 
 
 class Envelope(BaseModel):
@@ -98,6 +114,51 @@ class Envelope(BaseModel):
             kind=kind,
         )
 
+    @classmethod
+    def trusted(
+        cls,
+        job_id: str,
+        job_type: str,
+        queue: str,
+        attempt: int,
+        enqueued_at_ms: int,
+        deferrals: int,
+        priority: int,
+        payload: Any,
+        headers: dict[str, str],
+        kind: Kind,
+        redeliveries: int = 0,
+    ) -> Envelope:
+        """An envelope of values queuey produced itself and already knows to be in range (a
+        producer's fresh job, a row the database decoded), built without pydantic's
+        validation: about a quarter of its cost, which counts once per job on the hot paths.
+        Every field must be given, of its declared type; nothing is checked (use
+        ``Envelope(...)`` or ``from_bytes`` for anything else). The result is an ordinary
+        ``Envelope`` (equal to a validated one of the same values, copied and dumped alike).
+        """
+        envelope = _object_new(cls)
+        _set(
+            envelope,
+            "__dict__",
+            {
+                "job_id": job_id,
+                "job_type": job_type,
+                "queue": queue,
+                "attempt": attempt,
+                "enqueued_at_ms": enqueued_at_ms,
+                "deferrals": deferrals,
+                "priority": priority,
+                "payload": payload,
+                "headers": headers,
+                "kind": kind,
+                "redeliveries": redeliveries,
+            },
+        )
+        _set(envelope, "__pydantic_fields_set__", _ALL_FIELDS.copy())
+        _set(envelope, "__pydantic_extra__", None)
+        _set(envelope, "__pydantic_private__", None)
+        return envelope
+
     def next_attempt(self) -> Envelope:
         """The envelope of the retry: attempt + 1, priority back to 0, deferrals kept."""
         return self.model_copy(update={"attempt": self.attempt + 1, "priority": 0})
@@ -125,3 +186,6 @@ class Envelope(BaseModel):
             where = ".".join(str(part) for part in error["loc"])
             what = f"{where}: {error['msg']}" if where else error["msg"]
             raise MalformedEnvelopeError(f"malformed envelope: {what}") from exc
+
+
+_ALL_FIELDS = set(Envelope.model_fields)

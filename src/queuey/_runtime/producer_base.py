@@ -12,13 +12,14 @@ public methods and parameters stay the same, STYLE rule 6).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Generic
 
 from queuey._payload import job_payload
 from queuey.durations import MAX_DURATION, Duration, parse_delay
-from queuey.envelope import Envelope
+from queuey.envelope import Envelope, new_job_ids
 from queuey.errors import ConfigError
 from queuey.jobs import Job, Q
 from queuey.queues import QueueConfig
@@ -106,7 +107,10 @@ class ProducerBase(Generic[Q]):
         """
         targets: dict[type[Any], tuple[str, str]] = {}
         envelopes = []
-        for job in jobs:
+        ids = new_job_ids(len(jobs))
+        now_ms = time.time_ns() // 1_000_000
+        trusted = Envelope.trusted
+        for job, job_id in zip(jobs, ids, strict=True):
             job_type = type(job)
             target = targets.get(job_type)
             if target is None:
@@ -114,7 +118,10 @@ class ProducerBase(Generic[Q]):
                 target = targets[job_type] = (name, queue.name)
                 check_priority(priority, queue)
             payload = job_payload(job, target[0])
-            envelopes.append(Envelope.new(target[0], target[1], payload, priority=priority))
+            # every value is checked above or made here: no pydantic validation per job
+            envelopes.append(
+                trusted(job_id, target[0], target[1], 1, now_ms, 0, priority, payload, {}, "job")
+            )
         return envelopes
 
     def _delay(self, value: Duration | None, what: str) -> timedelta:

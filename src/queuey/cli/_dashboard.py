@@ -194,6 +194,8 @@ def _add_http_to_run() -> None:
     def run(http: bool, host: str, port: int, **options: Any) -> Any:
         if not http:
             return plain(**options)
+        if options.pop("processes", 1) > 1:
+            raise click.UsageError("--processes cannot go with --http: one process holds a port")
         return _run_http(**options, host=host, port=port)
 
     run_command.callback = run

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from queuey.backends.base import Backend
+from queuey.cli._processes import processes_option, supervise
 from queuey.cli._root import (
     AMQP_URL,
     DATABASE_URL,
@@ -145,12 +146,14 @@ async def _reset_demo(backend: Backend, tour: Tour) -> None:
     callback=remember_option,
     help="Set QUEUEY_AMQP_URL to this before TARGET is imported, for the app to read.",
 )
+@processes_option
 def worker_command(
     target: str,
     concurrency: int | None,
     queue_names: str | None,
     database_url: str | None,
     amqp_url: str | None,
+    processes: int,
 ) -> None:
     """Run TARGET until SIGINT/SIGTERM, then shut it down gracefully.
 
@@ -158,6 +161,7 @@ def worker_command(
     PostgresBackend(url))) or a factory taking no arguments that returns one (def or async
     def). A backend that is not open yet is opened first; the backend is closed at exit.
     """
+    supervise(processes, "worker")
     for name, url in (("QUEUEY_DATABASE_URL", database_url), ("QUEUEY_AMQP_URL", amqp_url)):
         if url:
             os.environ[name] = url

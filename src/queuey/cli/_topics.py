@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from queuey.cli._processes import processes_option, supervise
 from queuey.cli._root import (
     SCHEMA,
     describe_backend,
@@ -101,10 +102,12 @@ def _load_app(config_path: str, app_target: str | None) -> Any:
     help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url).",
 )
 @SCHEMA
+@processes_option
 def run_command(
-    config_path: str, app_target: str | None, database_url: str | None, schema: str
+    config_path: str, app_target: str | None, database_url: str | None, schema: str, processes: int
 ) -> None:
     """Run the app's topic subscribers until SIGINT/SIGTERM, then shut down gracefully."""
+    supervise(processes, "run")
     app = _load_app(config_path, app_target)
     url = app_database_url(database_url, app.database_url, config_path)
 

@@ -39,6 +39,7 @@ from queuey.backends.postgres._outage import Outage
 from queuey.backends.postgres._pool import Pool
 from queuey.backends.postgres._publish import (
     bulk_params,
+    copy_rows,
     fold,
     once_params,
     single_params,
@@ -240,7 +241,8 @@ class PostgresBackend:
         *,
         connection: Any = None,
     ) -> None:
-        """Insert the envelopes' rows and notify, in one statement: all or nothing.
+        """Insert the envelopes' rows and notify, in one transaction: all or nothing (several
+        rows due now go through ``COPY``).
 
         Args:
             envelopes: the envelopes.
@@ -263,6 +265,8 @@ class PostgresBackend:
         if len(envelopes) == 1:
             query, params = single_params(envelopes[0], seconds, self._ttl, self.channel)
             await self._store.publish(query, params, connection)
+        elif (rows := copy_rows(envelopes, seconds, self._ttl)) is not None:
+            await self._store.publish_copy(*rows, self.channel, connection)
         else:
             params = bulk_params(envelopes, seconds, self._ttl, self.channel)
             await self._store.publish("publish", params, connection)

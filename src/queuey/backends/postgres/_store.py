@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeVar
 
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 from psycopg.rows import AsyncRowFactory, class_row, scalar_row, tuple_row
 
 from queuey.backends.base import JobInfo
@@ -232,6 +233,45 @@ class Store:
         except DatabaseUnavailableError:
             await self._where().recheck()
             raise
+
+    async def publish_copy(
+        self, data: str, queues: Sequence[str], channel: str, connection: Connection | None
+    ) -> None:
+        """``publish_copy`` then ``notify_queues``, in one transaction (the caller's, when
+        ``connection`` is given): all or nothing, on ``connection`` or the publishing
+        connection.
+
+        Args:
+            data: the rows in COPY's text format (``copy_rows``).
+            queues: the queues to wake.
+            channel: the NOTIFY channel.
+
+        Raises:
+            BackendError: nothing was written.
+        """
+        try:
+            with database_errors():
+                if connection is not None:
+                    await self._copy(connection, data, queues, channel)
+                    return
+                async with self._where().publishing() as conn:
+                    await self._copy(conn, data, queues, channel)
+        except DatabaseUnavailableError:
+            await self._where().recheck()
+            raise
+
+    async def _copy(self, conn: Connection, data: str, queues: Sequence[str], channel: str) -> None:
+        """The two statements of a COPY publish: in a transaction of their own on an
+        autocommit connection outside one, else in the transaction the connection is in (or
+        begins: a caller's non-autocommit connection), which they join like any statement."""
+        if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+            async with conn.transaction():
+                await self._copy(conn, data, queues, channel)
+            return
+        async with conn.cursor().copy(self.statements["publish_copy"]) as copy:
+            await copy.write(data)
+        params = {"channel": channel, "queues": text_array(queues)}
+        await conn.execute(self.statements["notify_queues"], params)
 
     async def publish_unique(self, params: Params, connection: Connection | None) -> list[Enqueued]:
         """``publish_unique``: insert rows unless their unique key is held; per row, in order,

@@ -32,6 +32,18 @@ WITH inserted AS (
 SELECT pg_notify(%(channel)s, q.queue)
 FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'pending') AS q;
 
+-- name: publish_copy
+-- Bulk insert of rows that need nothing computed on the server (due now, no message TTL, a
+-- subscriber named): every other column takes its default (pending, due now(), no expiry). Run
+-- inside a transaction with notify_queues, which wakes listeners once per queue.
+COPY {table} (id, kind, queue, job_type, priority, attempts, deferrals, payload, headers,
+              published_by, enqueued_at_ms)
+FROM STDIN;
+
+-- name: notify_queues
+-- Wake the listeners of each queue named (after publish_copy, in its transaction).
+SELECT pg_notify(%(channel)s, q) FROM unnest(%(queues)s::text[]) AS q;
+
 -- name: publish_one
 -- One envelope (the common enqueue): the same row and notification as publish, with plain
 -- parameters instead of arrays, so the server plans no unnest, join or sort.
