@@ -30,6 +30,11 @@ def spans() -> tuple[TracerProvider, InMemorySpanExporter]:
     return provider, exporter
 
 
+def attr(span: ReadableSpan, key: str) -> Any:
+    assert span.attributes is not None
+    return span.attributes[key]
+
+
 def of_kind(found: tuple[ReadableSpan, ...], kind: SpanKind) -> list[ReadableSpan]:
     return [span for span in found if span.kind is kind]
 
@@ -52,7 +57,7 @@ async def test_one_trace_from_enqueue_through_two_retries_to_success(
 
     found = exporter.get_finished_spans()
     (send,) = of_kind(found, SpanKind.PRODUCER)
-    runs = sorted(of_kind(found, SpanKind.CONSUMER), key=lambda s: s.attributes["queuey.job.attempt"])  # type: ignore[index]
+    runs = sorted(of_kind(found, SpanKind.CONSUMER), key=lambda s: attr(s, "queuey.job.attempt"))
     queue = kit.Retried.job_queue().name
     system = backend.messaging_system  # type: ignore[attr-defined]
     assert send.name == f"send {queue}"
@@ -70,7 +75,7 @@ async def test_one_trace_from_enqueue_through_two_retries_to_success(
         assert span.attributes["messaging.system"] == system
         assert span.attributes["messaging.destination.name"] == queue
         assert span.attributes["messaging.message.id"] == job_id
-    outcomes = [span.attributes["queuey.outcome"] for span in runs]  # type: ignore[index]
+    outcomes = [attr(span, "queuey.outcome") for span in runs]
     assert outcomes == ["retried", "retried", "succeeded"]
     assert [span.status.status_code for span in runs] == [
         StatusCode.ERROR,
@@ -131,7 +136,7 @@ async def test_topic_publish_with_two_subscribers_gives_two_runs_under_it(
     (send,) = of_kind(found, SpanKind.PRODUCER)
     runs = of_kind(found, SpanKind.CONSUMER)
     assert send.name == f"send {topic}" and send.context is not None
-    assert sorted(span.attributes["queuey.job.type"] for span in runs) == ["charge", "receipt"]  # type: ignore[index]
+    assert sorted(attr(span, "queuey.job.type") for span in runs) == ["charge", "receipt"]
     for span in runs:
         assert span.parent is not None and span.parent.span_id == send.context.span_id
         assert span.context is not None and span.context.trace_id == send.context.trace_id

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from queuey.backends.base import Backend
+from queuey.cli._observe import log_format_option, observe_options, observing
 from queuey.cli._root import (
     AMQP_URL,
     DATABASE_URL,
@@ -145,6 +146,8 @@ async def _reset_demo(backend: Backend, tour: Tour) -> None:
     callback=remember_option,
     help="Set QUEUEY_AMQP_URL to this before TARGET is imported, for the app to read.",
 )
+@observe_options
+@log_format_option
 def worker_command(
     target: str,
     concurrency: int | None,
@@ -174,7 +177,8 @@ def worker_command(
             def ready() -> None:
                 starting("worker", "queues", queues, where, worker.concurrency)
 
-            await run_until_signal(worker.run, worker.shutdown, ready)
+            async with observing(worker):
+                await run_until_signal(worker.run, worker.shutdown, ready)
         finally:
             await worker.backend.close()
 

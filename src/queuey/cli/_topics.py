@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from queuey.cli._observe import log_format_option, observe_options, observing
 from queuey.cli._root import (
     SCHEMA,
     describe_backend,
@@ -101,6 +102,8 @@ def _load_app(config_path: str, app_target: str | None) -> Any:
     help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url).",
 )
 @SCHEMA
+@observe_options
+@log_format_option
 def run_command(
     config_path: str, app_target: str | None, database_url: str | None, schema: str
 ) -> None:
@@ -119,7 +122,8 @@ def run_command(
             def ready() -> None:
                 starting("run", "topics", topics, where, subscriber.concurrency)
 
-            await run_until_signal(subscriber.run, subscriber.shutdown, ready)
+            async with observing(subscriber):
+                await run_until_signal(subscriber.run, subscriber.shutdown, ready)
         finally:
             await backend.close()
 
