@@ -76,7 +76,7 @@ async def test_ready_only_while_the_worker_runs_and_metrics_are_served() -> None
     async def ping(job: Ping, ctx: JobContext) -> None:
         return None
 
-    async with HealthServer(worker, host="127.0.0.1", port=free_port()) as server:
+    async with HealthServer(worker, host="127.0.0.1", port=0) as server:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}") as client:
             assert (await client.get("/live")).status_code == 200
             assert (await client.get("/ready")).status_code == 503  # not running yet

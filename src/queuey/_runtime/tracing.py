@@ -95,7 +95,6 @@ class SendTracing:
         attributes: dict[str, Any] = {
             "messaging.system": self._system,
             "messaging.operation.type": "send",
-            "messaging.operation.name": "send",
             "messaging.destination.name": queue or ",".join(sorted(queues)),
         }
         if len(envelopes) == 1:
@@ -135,12 +134,10 @@ class Tracing(Middleware):
         return {
             "messaging.system": self._system,
             "messaging.operation.type": "process",
-            "messaging.operation.name": "process",
             "messaging.destination.name": envelope.queue,
             "messaging.message.id": envelope.job_id,
             "queuey.job.type": envelope.job_type,
             "queuey.job.attempt": envelope.attempt,
-            "queuey.job.kind": envelope.kind,
         }
 
     async def around_call(self, delivery: Delivery, call_next: CallNext) -> Outcome:
