@@ -18,6 +18,33 @@ from queuey.backends.base import Backend
 __all__ = ["PREFETCH", "BenchQueues", "Noop", "QueueyBench"]
 
 PREFETCH = int(os.environ.get("BENCH_QUEUEY_PREFETCH", "256"))
+OBSERVE = os.environ.get("BENCH_QUEUEY_OBSERVE", "")
+"""The cost of observability: ``metrics`` (Prometheus ``Metrics``), ``tracing`` (an
+OpenTelemetry SDK provider sampling every trace, batching spans to an exporter that drops
+them), ``both``, or ``sampled`` (both, 10% of traces sampled at enqueue); empty: neither."""
+
+
+def observability() -> tuple[object, Any]:
+    """``(tracing, metrics)`` for the producer and worker, as ``OBSERVE`` says."""
+    metrics = None
+    if OBSERVE in ("metrics", "both", "sampled"):
+        from queuey.observability import Metrics
+
+        metrics = Metrics()
+    if OBSERVE not in ("tracing", "both", "sampled"):
+        return False, metrics
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
+
+    class Drop(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    sampler = ParentBased(TraceIdRatioBased(0.1)) if OBSERVE == "sampled" else ALWAYS_ON
+    provider = TracerProvider(sampler=sampler)
+    provider.add_span_processor(BatchSpanProcessor(Drop()))
+    return provider, metrics
 
 
 class BenchQueues(QueueSet, prefix="bench"):
@@ -50,7 +77,7 @@ class QueueyBench:
 
     async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> float:
         async with self.open_backend() as backend:
-            producer = await Producer.create(BenchQueues, backend)
+            producer = await Producer.create(BenchQueues, backend, tracing=observability()[0])
             started = time.perf_counter()
             if bulk:
                 await producer.enqueue_many([Noop(t=time.time()) for _ in range(payloads)])
@@ -65,7 +92,8 @@ class QueueyBench:
 
     async def work(self, tally: Tally, ready: Callable[[], None]) -> None:
         async with self.open_backend() as backend:
-            worker = Worker(BenchQueues, backend)
+            tracing, metrics = observability()
+            worker = Worker(BenchQueues, backend, tracing=tracing, metrics=metrics)
 
             @worker.handler(Noop)
             async def noop(job: Noop, ctx: JobContext) -> None:

@@ -10,7 +10,7 @@ counted. Every backend applies the same decision; this module does no I/O.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
 from typing import ClassVar, Protocol
@@ -62,11 +62,13 @@ class Ack:
 
 @dataclass(frozen=True, slots=True)
 class RetryAfter:
-    """Schedule ``envelope`` (the next attempt) after ``delay``; ``error`` says why."""
+    """Schedule ``envelope`` (the next attempt) after ``delay``; ``error`` says why
+    (``exception``, when known, is what the handler raised: for tracing, never stored)."""
 
     envelope: Envelope
     delay: timedelta
     error: str
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
     kind: ClassVar[OutcomeKind] = OutcomeKind.RETRIED
 
     @property
@@ -92,9 +94,10 @@ class DeferFor:
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
-    """Dead-letter the delivery with ``reason``."""
+    """Dead-letter the delivery with ``reason`` (``exception``: as for ``RetryAfter``)."""
 
     reason: str
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
     kind: ClassVar[OutcomeKind] = OutcomeKind.DEAD
 
     @property
@@ -174,6 +177,7 @@ def after_failure(
     schedule: Schedule,
     rng: random.Random | None = None,
     reason: str = "{text}",
+    exception: BaseException | None = None,
 ) -> RetryAfter | DeadLetter:
     """The outcome of a retryable failure described by ``text`` (already storable).
 
@@ -184,6 +188,7 @@ def after_failure(
         rng: random source for jitter (injectable for tests).
         reason: the dead-letter reason, a ``str.format`` template of ``text``, ``attempt`` and
             ``max_attempts``; made storable by ``clean_text``.
+        exception: what was raised, if known (kept on the outcome for tracing).
 
     Returns:
         ``RetryAfter`` the next attempt after the wait, or ``DeadLetter`` with the reason.
@@ -193,8 +198,8 @@ def after_failure(
         filled = reason.format(
             text=text, attempt=envelope.attempt, max_attempts=schedule.max_attempts
         )
-        return DeadLetter(clean_text(filled))
-    return RetryAfter(envelope.next_attempt(), delay, text)
+        return DeadLetter(clean_text(filled), exception)
+    return RetryAfter(envelope.next_attempt(), delay, text, exception)
 
 
 def decide(
@@ -219,5 +224,5 @@ def decide(
     if isinstance(error, Defer):
         return DeferFor(envelope.deferred(top_priority), error.delay, clean_text(error.reason))
     if isinstance(error, Fatal):
-        return DeadLetter(clean_text(f"fatal error: {describe(error)}"))
-    return after_failure(envelope, describe(error), policy, rng, EXHAUSTED)
+        return DeadLetter(clean_text(f"fatal error: {describe(error)}"), error)
+    return after_failure(envelope, describe(error), policy, rng, EXHAUSTED, error)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from queuey._runtime.producer_base import ProducerBase
+from queuey._runtime.producer_base import ProducerBase, sending_for
 from queuey.backends.base import Backend, CancelResult, JobInfo, JobLookup, UniqueBackend
 from queuey.durations import Duration
 from queuey.envelope import Envelope
@@ -63,13 +63,19 @@ class Producer(ProducerBase[Q]):
     """Enqueues jobs of ``queue_set``. Build with ``await Producer.create(...)`` (declares every
     queue of the set) or ``Producer.undeclared(...)`` (declares nothing)."""
 
-    def __init__(self, queue_set: type[Q], backend: Backend) -> None:
+    def __init__(self, queue_set: type[Q], backend: Backend, *, tracing: object = False) -> None:
         self.queue_set = queue_set
         self.backend = backend
+        self.sending = sending_for(backend, tracing)
 
     @classmethod
-    async def create(cls, queue_set: type[Q], backend: Backend) -> Producer[Q]:
-        """A producer whose queues are declared on ``backend``.
+    async def create(
+        cls, queue_set: type[Q], backend: Backend, *, tracing: object = False
+    ) -> Producer[Q]:
+        """A producer whose queues are declared on ``backend``; with ``tracing`` (``True``
+        for the global OpenTelemetry tracer provider, or a ``TracerProvider``; the ``otel``
+        extra) each enqueue is a PRODUCER span whose trace context travels in the envelope's
+        headers to every run of the job (``enqueue_many``: one span for the call).
 
         Raises:
             ConfigError: a job class of the set declares ``unique=`` and ``backend`` cannot
@@ -81,12 +87,14 @@ class Producer(ProducerBase[Q]):
         if declaring:
             unique_backend(backend, ", ".join(declaring))
         await backend.declare([queue.config for queue in queue_set.all()])
-        return cls(queue_set, backend)
+        return cls(queue_set, backend, tracing=tracing)
 
     @classmethod
-    def undeclared(cls, queue_set: type[Q], backend: Backend) -> Producer[Q]:
+    def undeclared(
+        cls, queue_set: type[Q], backend: Backend, *, tracing: object = False
+    ) -> Producer[Q]:
         """A producer that declares nothing (on RabbitMQ it cannot ``defer``)."""
-        return cls(queue_set, backend)
+        return cls(queue_set, backend, tracing=tracing)
 
     async def _unique(
         self,
@@ -96,7 +104,8 @@ class Producer(ProducerBase[Q]):
         connection: Any,
     ) -> list[EnqueueResult]:
         backend = unique_backend(self.backend, envelopes[0].job_type)
-        return await backend.publish_unique(envelopes, keys, delay, connection=connection)
+        with self.sending(envelopes):
+            return await backend.publish_unique(envelopes, keys, delay, connection=connection)
 
     async def enqueue(
         self, job: Job[Q], *, priority: int = 0, connection: Any = None
@@ -126,7 +135,8 @@ class Producer(ProducerBase[Q]):
         if type(job).__queuey_unique__ is not None:
             (result,) = await self._unique([envelope], [unique_key_of(job)], None, connection)
             return result
-        await self.backend.publish([envelope], connection=connection)
+        with self.sending([envelope]):
+            await self.backend.publish([envelope], connection=connection)
         return EnqueueResult(envelope.job_id)
 
     async def enqueue_after(
@@ -147,7 +157,8 @@ class Producer(ProducerBase[Q]):
         if type(job).__queuey_unique__ is not None:
             (result,) = await self._unique([envelope], [unique_key_of(job)], wait, connection)
             return result
-        await self.backend.publish([envelope], wait, connection=connection)
+        with self.sending([envelope]):
+            await self.backend.publish([envelope], wait, connection=connection)
         return EnqueueResult(envelope.job_id)
 
     async def defer(self, job: Job[Q], delay: Duration) -> EnqueueResult:
@@ -164,7 +175,8 @@ class Producer(ProducerBase[Q]):
         if type(job).__queuey_unique__ is not None:
             (result,) = await self._unique([envelope], [unique_key_of(job)], wait, None)
             return result
-        await self.backend.defer(envelope, wait)
+        with self.sending([envelope]):
+            await self.backend.defer(envelope, wait)
         return EnqueueResult(envelope.job_id)
 
     async def enqueue_many(
@@ -195,7 +207,8 @@ class Producer(ProducerBase[Q]):
         if any(type(job).__queuey_unique__ is not None for job in jobs):
             keys = [unique_key_of(job) for job in jobs]
             return await self._unique(envelopes, keys, wait, connection)
-        await self.backend.publish(envelopes, wait, connection=connection)
+        with self.sending(envelopes):
+            await self.backend.publish(envelopes, wait, connection=connection)
         return [EnqueueResult(envelope.job_id) for envelope in envelopes]
 
     async def cancel(self, job_id: str) -> CancelResult:

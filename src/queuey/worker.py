@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from queuey._runtime.cancellation import CANCEL_GRACE
 from queuey._runtime.engine import Engine
@@ -27,6 +27,9 @@ from queuey.errors import ConfigError
 from queuey.jobs import Job, Q
 from queuey.queues import Queue
 from queuey.schedule import Schedule
+
+if TYPE_CHECKING:
+    from queuey._runtime.metrics import Metrics
 
 __all__ = ["Middleware", "QueueStats", "Worker"]
 
@@ -64,6 +67,10 @@ class Worker(Engine, Generic[Q]):
             worker given a schedule tries each slot; exactly one enqueue wins).
         cancel_grace: how long a handler whose job was cancelled while it runs may take to
             stop on its own (``ctx.cancelled``) before its task is cancelled (default 5 s).
+        tracing: ``True`` (the global tracer provider) or an OpenTelemetry ``TracerProvider``:
+            a CONSUMER span per run, child of the job's enqueue (the ``otel`` extra); see
+            ``instrument``.
+        metrics: a ``queuey.observability.Metrics`` to feed (the ``metrics`` extra).
 
     Attributes:
         stats: per queue name, the outcomes this worker observed (``QueueStats``).
@@ -91,6 +98,8 @@ class Worker(Engine, Generic[Q]):
         middleware: Sequence[Middleware] = (),
         schedules: Sequence[Schedule] = (),
         cancel_grace: Duration = CANCEL_GRACE,
+        tracing: object = False,
+        metrics: Metrics | None = None,
     ) -> None:
         self.queue_set = queue_set
         self.schedules = tuple(schedules)
@@ -115,6 +124,8 @@ class Worker(Engine, Generic[Q]):
             thread_name_prefix="queuey-handler",
             cancel_grace=self.cancel_grace,
         )
+        if tracing or metrics is not None:
+            self.instrument(tracing=tracing, metrics=metrics)
 
     def handler(self, job_type: type[Job[Q]]) -> Callable[[H], H]:
         """Decorator registering a function or class as the handler of ``job_type``.
@@ -163,6 +174,8 @@ class Worker(Engine, Generic[Q]):
             middleware=middleware,
             schedules=self.schedules,
             cancel_grace=self.cancel_grace,
+            tracing=self.tracing,
+            metrics=self.metrics,
         )
         copy._face.adopt(self._face)
         return copy

@@ -26,6 +26,7 @@ REFERENCE = {
     "queuey.topics": "topics.md",
     "queuey.http": "http.md",
     "queuey.dashboard": "dashboard.md",
+    "queuey.observability": "observability.md",
 }
 
 

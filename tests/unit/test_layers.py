@@ -65,6 +65,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "demo",
             "testing",
             "sync",
+            "observability",
             "dashboard*",
         ),
         ("vocabulary", "contract", "memory", "postgres", "rabbitmq", "runtime", "faces"),

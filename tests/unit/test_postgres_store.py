@@ -51,6 +51,7 @@ CLAIM = {
     "enqueued_at_ms": 1_700_000_000_000,
     "position": 3,
     "redeliveries": 1,
+    "waited": 0.25,
 }
 
 
@@ -63,7 +64,7 @@ def claim(names: Sequence[str], config: QueueConfig) -> Claim:
 def test_a_claimed_row_is_decoded_by_column_name(order: list[str]) -> None:
     row = claim(order, QueueConfig("shop.emails", kind="topic"))
     envelope = row.envelope
-    assert (row.position, row.row_id, row.suspect) == (3, CLAIM["id"], True)
+    assert (row.position, row.row_id, row.suspect, row.waited) == (3, CLAIM["id"], True, 0.25)
     assert (envelope.queue, envelope.kind, envelope.job_type) == (
         "shop.emails",
         "topic",

@@ -3,28 +3,37 @@ once: the runner (face + middleware), the consume loop, and the public surface o
 (``stats``, ``dead_letters``, ``settle_failures``, ``in_flight``, ``paused``, ``pause``,
 ``resume``, ``shutdown``).
 
-The middleware chain is ``OutcomeLog`` (first), ``Stats``, ``Cancellation`` (each run's
-controls, and stopping a run whose job was cancelled), then the face's own members (the
-worker's ``on_settled``), then the caller's ``middleware``, in order.
+The middleware chain is ``OutcomeLog`` (first), then what ``instrument`` adds (``Tracing``,
+outermost around the run, then ``Measure``; none unless asked for), ``Stats``,
+``Cancellation`` (each run's controls, and stopping a run whose job was cancelled), then the
+face's own members (the worker's ``on_settled``), then the caller's ``middleware``, in order.
+
+``ready`` is what a worker's ``/ready`` answers: running, pulling (not paused), not shutting
+down, and the backend connected as far as it knows.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from queuey._runtime.cancellation import CANCEL_GRACE, Cancellation
 from queuey._runtime.faces import Face
 from queuey._runtime.loop import ConsumeLoop
-from queuey._runtime.middleware import Middleware, OutcomeLog
+from queuey._runtime.middleware import Chain, Middleware, OutcomeLog
 from queuey._runtime.runner import Runner
 from queuey._runtime.stats import QueueStats, Stats
 from queuey._validation import check_int
-from queuey.backends.base import Backend
+from queuey.backends.base import Backend, Observable
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
+
+if TYPE_CHECKING:
+    from queuey._runtime.metrics import Metrics
 
 __all__ = ["Engine"]
 
@@ -75,7 +84,12 @@ class Engine:
         self.stats: dict[str, QueueStats] = counters.queues
         self.dead_letters: deque[tuple[Envelope, str]] = counters.dead_letters
         cancellation = Cancellation(cancel_grace)
-        self._runner = Runner(face, [OutcomeLog(face), counters, cancellation, *middleware])
+        self._chain_face = face
+        self._members = [counters, cancellation, *middleware]
+        self._runner = Runner(face, [OutcomeLog(face), *self._members])
+        self.tracing: object = False
+        self.metrics: Metrics | None = None
+        self._consuming = False
         self._loop = ConsumeLoop(
             backend,
             self._configs,
@@ -109,6 +123,45 @@ class Engine:
     def middleware(self) -> tuple[Middleware, ...]:
         """The whole chain, built-in members first, in the order hooks run."""
         return self._runner.chain.middleware
+
+    @property
+    def ready(self) -> bool:
+        """Whether this runs and pulls: started, not paused, not shutting down, and its
+        backend connected as far as it knows (what ``/ready`` answers)."""
+        if not self._consuming or self._loop.paused or self._loop.stopping:
+            return False
+        backend = self.backend
+        return backend.connected if isinstance(backend, Observable) else True
+
+    def instrument(self, *, tracing: object = False, metrics: Metrics | None = None) -> None:
+        """Trace and measure every run from now on, replacing an earlier ``instrument``.
+
+        Args:
+            tracing: ``True`` for a CONSUMER span per run from the global OpenTelemetry
+                tracer provider, or a ``TracerProvider`` to use; ``False`` for none.
+            metrics: the ``queuey.observability.Metrics`` to feed (outcomes, durations,
+                lag, in-flight; queue depth while ``run`` runs); ``None`` for none.
+
+        Raises:
+            ConfigError: the ``otel`` (or ``metrics``) extra is not installed, or
+                ``tracing`` is not a tracer provider.
+            RuntimeError: ``run`` is running (the chain is fixed while it runs).
+        """
+        if self._running:
+            raise RuntimeError("instrument before run, not while it runs")
+        observers: list[Middleware] = []
+        if tracing is not False and tracing is not None:
+            from queuey._runtime.tracing import Tracing, system_of
+
+            observers.append(Tracing(system_of(self.backend), tracing))
+        if metrics is not None:
+            from queuey._runtime.metrics import Measure
+
+            observers.append(Measure(metrics))
+        self.tracing, self.metrics = tracing, metrics
+        self._runner.chain = Chain(
+            [OutcomeLog(self._chain_face), *observers, *self._members], self._chain_face
+        )
 
     def pause(self) -> None:
         """Stop pulling new deliveries; those already pulled still run. Publishing is
@@ -145,6 +198,27 @@ class Engine:
             self._running = False
 
     async def _consume(self) -> None:
-        """Declare the queues, then consume until ``shutdown``."""
+        """Declare the queues, then consume until ``shutdown`` (reading the queue depths
+        meanwhile when measured)."""
         await self.backend.declare(self._configs)
-        await self._loop.run()
+        async with self._sampling():
+            self._consuming = True
+            try:
+                await self._loop.run()
+            finally:
+                self._consuming = False
+
+    @asynccontextmanager
+    async def _sampling(self) -> AsyncIterator[None]:
+        """Reads the queue depths into ``metrics`` in the background for the block."""
+        if self.metrics is None:
+            yield
+            return
+        from queuey._runtime.metrics import DepthSampler
+
+        task = asyncio.create_task(DepthSampler(self.backend, self.metrics).run())
+        try:
+            yield
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

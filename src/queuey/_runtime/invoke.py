@@ -13,6 +13,7 @@ the runner not to hand the job back.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import time
 from collections.abc import Callable
@@ -84,10 +85,11 @@ async def _in_thread(
     the result."""
     loop = asyncio.get_running_loop()
     started: asyncio.Future[float] = loop.create_future()
+    context = contextvars.copy_context()  # the run's trace span, as asyncio.to_thread does
 
     def run() -> Any:
         _tell(loop, started, time.monotonic())
-        return call(*args)
+        return context.run(call, *args)
 
     # run_in_executor, not submit: virtual-time loops (looptime) know to wait for it.
     ended = loop.run_in_executor(executor, run)

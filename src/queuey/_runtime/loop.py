@@ -108,6 +108,11 @@ class ConsumeLoop:
         """Whether pulling is paused."""
         return self._paused.is_set()
 
+    @property
+    def stopping(self) -> bool:
+        """Whether ``shutdown`` was asked for."""
+        return self._stop.is_set()
+
     def shutdown(self, *, force: bool = False) -> None:
         """Ask ``run`` to stop gracefully. Idempotent; may be called before ``run``. With
         ``force=True`` running handlers are cancelled at once and their deliveries handed

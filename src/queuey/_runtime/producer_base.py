@@ -12,8 +12,10 @@ public methods and parameters stay the same, STYLE rule 6).
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import Any, Generic
 
@@ -24,7 +26,34 @@ from queuey.errors import ConfigError
 from queuey.jobs import Job, Q
 from queuey.queues import QueueConfig
 
-__all__ = ["ProducerBase", "check_priority", "delay_of"]
+__all__ = ["ProducerBase", "Sending", "check_priority", "delay_of", "sending_for"]
+
+Sending = Callable[[Sequence[Envelope]], AbstractContextManager[None]]
+"""Wraps publishing envelopes: a PRODUCER span whose trace context goes into their headers
+(``_runtime.tracing.SendTracing.sending``), or nothing."""
+
+_NOTHING = contextlib.nullcontext()
+
+
+def untraced(envelopes: Sequence[Envelope]) -> AbstractContextManager[None]:
+    """No span: a shared no-op context (no allocation per enqueue)."""
+    return _NOTHING
+
+
+def sending_for(backend: object, tracing: object) -> Sending:
+    """How a producer on ``backend`` wraps its publishing: ``untraced`` unless ``tracing`` is
+    ``True`` (the global tracer provider) or a ``TracerProvider``; OpenTelemetry is imported
+    only then.
+
+    Raises:
+        ConfigError: tracing asked for without the ``otel`` extra, or a ``tracing`` that is
+            not a tracer provider.
+    """
+    if tracing is False or tracing is None:
+        return untraced
+    from queuey._runtime.tracing import SendTracing, system_of
+
+    return SendTracing(system_of(backend), tracing).sending
 
 
 def check_priority(priority: object, queue: QueueConfig) -> int:
@@ -50,6 +79,8 @@ class ProducerBase(Generic[Q]):
     """The envelope building of a producer of ``queue_set`` (I/O free)."""
 
     queue_set: type[Q]
+    sending: Sending = staticmethod(untraced)
+    """Wraps each publish (set by ``tracing=``)."""
     refuses_unique = False
     """A producer that cannot enforce ``unique=`` refuses such jobs rather than ignore it."""
 

@@ -36,6 +36,11 @@ RabbitMQ neither):
   paused), so every worker that knows a schedule agrees on it.
 A backend that keeps per-job state (PostgreSQL, memory) also implements ``JobLookup``: a job's
 state by the id ``enqueue`` returned, as a ``JobInfo``.
+
+For observability every backend names itself (``Observable``: ``messaging_system``, the
+OpenTelemetry ``messaging.system``; ``connected``, what a worker's ``/ready`` reports), and a
+backend that can count its queues at once (PostgreSQL in one statement, memory) implements
+``DepthBackend``: every queue's depth and oldest due age, the gauges an autoscaler reads.
 """
 
 from __future__ import annotations
@@ -57,6 +62,9 @@ __all__ = [
     "CancelResult",
     "Consumer",
     "Delivery",
+    "DepthBackend",
+    "Observable",
+    "QueueDepth",
     "ScheduleBackend",
     "SyncBackend",
     "UniqueBackend",
@@ -274,6 +282,62 @@ class Backend(Protocol):
 
     async def close(self) -> None:
         """Release connections. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class Observable(Protocol):
+    """What a backend tells observability about itself.
+
+    Attributes:
+        messaging_system: the OpenTelemetry ``messaging.system`` of its spans
+            (``"postgresql"``, ``"rabbitmq"``, ``"memory"``).
+        connected: whether it reaches its server now, as far as it knows without asking
+            (``False`` during an outage it noticed, and once closed).
+    """
+
+    messaging_system: str
+
+    @property
+    def connected(self) -> bool:
+        """Whether the server is reachable, as last seen."""
+        ...
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    """The live messages of one queue (queues holding only handled messages are not listed).
+
+    Attributes:
+        kind: ``"job"`` or ``"topic"``.
+        queue: the queue (or topic) name.
+        pending: messages due now, waiting for a worker.
+        scheduled: messages not yet due (delayed, or waiting for a retry).
+        running: messages a worker holds.
+        failed: messages that failed for good and wait for a person.
+        oldest_pending_secs: how long the oldest due message has waited since it became due
+            (seconds, the backend's clock); ``None`` when nothing is due.
+    """
+
+    kind: Kind
+    queue: str
+    pending: int
+    scheduled: int
+    running: int
+    failed: int
+    oldest_pending_secs: float | None
+
+
+@runtime_checkable
+class DepthBackend(Protocol):
+    """A backend that counts every queue's messages at once (PostgreSQL, memory)."""
+
+    async def queue_depths(self) -> list[QueueDepth]:
+        """Every queue with live messages, ordered by kind then name; one round trip.
+
+        Raises:
+            BackendError: the backend could not be asked.
+        """
         ...
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from queuey.cli._observe import log_format_option
 from queuey.cli._root import SCHEMA, fail, main, remember_option, run_async, run_until_signal
 from queuey.cli._topics import CONFIG, _load_app, app_database_url, run_command
 from queuey.errors import QueueyError
@@ -74,6 +75,7 @@ def _store(url: str, schema: str, queues: Any) -> Any:
     help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url).",
 )
 @SCHEMA
+@log_format_option
 def dashboard_command(
     config_path: str, host: str, port: int, database_url: str | None, schema: str
 ) -> None:

@@ -6,6 +6,7 @@ import logging
 
 import click
 
+from queuey.cli._observe import log_format_option
 from queuey.cli._root import SCHEMA, fail, main, remember_option, run_async, run_until_signal
 from queuey.cli._topics import CONFIG, app_database_url, connect_backend
 from queuey.errors import QueueyError
@@ -25,6 +26,7 @@ log = logging.getLogger("queuey.cli")
     help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url).",
 )
 @SCHEMA
+@log_format_option
 def serve_command(
     config_path: str, host: str, port: int, database_url: str | None, schema: str
 ) -> None:

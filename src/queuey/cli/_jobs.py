@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from queuey.backends.base import Backend
+from queuey.cli._observe import log_format_option, observe_options, observing
 from queuey.cli._processes import processes_option, supervise
 from queuey.cli._root import (
     AMQP_URL,
@@ -147,6 +148,8 @@ async def _reset_demo(backend: Backend, tour: Tour) -> None:
     help="Set QUEUEY_AMQP_URL to this before TARGET is imported, for the app to read.",
 )
 @processes_option
+@observe_options
+@log_format_option
 def worker_command(
     target: str,
     concurrency: int | None,
@@ -178,7 +181,8 @@ def worker_command(
             def ready() -> None:
                 starting("worker", "queues", queues, where, worker.concurrency)
 
-            await run_until_signal(worker.run, worker.shutdown, ready)
+            async with observing(worker):
+                await run_until_signal(worker.run, worker.shutdown, ready)
         finally:
             await worker.backend.close()
 

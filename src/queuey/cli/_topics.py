@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from queuey.cli._observe import log_format_option, observe_options, observing
 from queuey.cli._processes import processes_option, supervise
 from queuey.cli._root import (
     SCHEMA,
@@ -103,6 +104,8 @@ def _load_app(config_path: str, app_target: str | None) -> Any:
 )
 @SCHEMA
 @processes_option
+@observe_options
+@log_format_option
 def run_command(
     config_path: str, app_target: str | None, database_url: str | None, schema: str, processes: int
 ) -> None:
@@ -122,7 +125,8 @@ def run_command(
             def ready() -> None:
                 starting("run", "topics", topics, where, subscriber.concurrency)
 
-            await run_until_signal(subscriber.run, subscriber.shutdown, ready)
+            async with observing(subscriber):
+                await run_until_signal(subscriber.run, subscriber.shutdown, ready)
         finally:
             await backend.close()
 

@@ -60,6 +60,14 @@ class HttpServer:
         """Whether the server is listening."""
         return self._server.started
 
+    @property
+    def port(self) -> int:
+        """The port listened on (the one the system picked when 0 was given); 0 before."""
+        for server in getattr(self._server, "servers", []):
+            for sock in server.sockets:
+                return int(sock.getsockname()[1])
+        return 0
+
     async def run(self) -> None:
         """Listen and serve until :meth:`shutdown`, then finish in-flight requests.
 

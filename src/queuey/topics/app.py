@@ -130,9 +130,10 @@ class App:
         for function in other.functions.values():
             self.register(function.name, function.call)
 
-    def publisher(self, backend: Backend) -> TopicPublisher:
-        """A publisher for this app's topics on ``backend``."""
-        return TopicPublisher(self.config, backend)
+    def publisher(self, backend: Backend, *, tracing: object = False) -> TopicPublisher:
+        """A publisher for this app's topics on ``backend`` (``tracing``: as for
+        ``TopicPublisher``)."""
+        return TopicPublisher(self.config, backend, tracing=tracing)
 
     def subscriber(
         self,

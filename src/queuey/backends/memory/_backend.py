@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from queuey.backends.base import CancelResult, JobInfo
+from queuey.backends.base import CancelResult, JobInfo, QueueDepth
 from queuey.backends.memory._consumer import MemoryConsumer
 from queuey.backends.memory._store import QueueState, Store
 from queuey.durations import MAX_DURATION
@@ -45,6 +45,7 @@ class MemoryBackend:
     """
 
     supports_transactions = False
+    messaging_system = "memory"
     max_delay = MAX_DURATION
     """Any delay queuey takes: the event loop's timers hold it."""
 
@@ -152,6 +153,19 @@ class MemoryBackend:
     async def count_pending(self, queue: str, kind: Kind = "job") -> int:
         """Same as ``pending(queue)``."""
         return self.pending(queue, kind)
+
+    @property
+    def connected(self) -> bool:
+        """Whether the backend is open (it has no server to lose)."""
+        return not self._store.closed
+
+    async def queue_depths(self) -> list[QueueDepth]:
+        """Every queue with live envelopes (``DepthBackend``), ordered by kind then name."""
+        return [
+            depth
+            for key in sorted(self._store.queues)
+            if (depth := self._store.depth(self._store.queues[key])) is not None
+        ]
 
     async def list_dead(
         self, queue: str, kind: Kind = "job", limit: int = 100

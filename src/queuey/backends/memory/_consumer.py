@@ -60,6 +60,9 @@ class MemoryDelivery:
         self._settled = False
         self._cancel: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         store.running[envelope.job_id] = self._cancel
+        record = store.jobs.get(envelope.job_id)
+        self.waited = None if record is None else max(0.0, now() - record.due)
+        """Seconds the envelope was due before it was handed out (``None``: untracked)."""
 
     @property
     def envelope(self) -> Envelope:

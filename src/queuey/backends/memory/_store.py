@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from queuey.backends.base import CancelResult, JobInfo, JobState
+from queuey.backends.base import CancelResult, JobInfo, JobState, QueueDepth
 from queuey.backends.memory._keys import Keys, WallClock
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
@@ -140,6 +140,21 @@ class Store:
         last = error or (old.last_error if old is not None else None)
         attempts = envelope.attempt if ran else envelope.attempt - 1
         self.jobs[envelope.job_id] = JobRecord(envelope, state, attempts, when, last)
+
+    def depth(self, queue: QueueState) -> QueueDepth | None:
+        """``queue``'s live envelopes counted (``None`` when it has none); the oldest due
+        one's wait is on the event loop's clock."""
+        config = queue.config
+        counts = (len(queue.pending), queue.delayed, queue.held, len(queue.dead))
+        if not any(counts):
+            return None
+        dues = [
+            self.jobs[p.envelope.job_id].due
+            for p in queue.pending
+            if p.envelope.job_id in self.jobs
+        ]
+        oldest = max(0.0, now() - min(dues)) if dues else None
+        return QueueDepth(config.kind, config.name, *counts, oldest_pending_secs=oldest)
 
     def check_open(self) -> None:
         """Raises:

@@ -27,7 +27,7 @@ import psycopg
 
 from queuey._validation import check_bool, check_int
 from queuey.backends._unclosed import LoopGuard
-from queuey.backends.base import CancelResult, JobInfo
+from queuey.backends.base import CancelResult, JobInfo, QueueDepth
 from queuey.backends.postgres._admin import parse_id
 from queuey.backends.postgres._cancel import Cancellations, cancel_channel, cancel_result
 from queuey.backends.postgres._complete import Completer
@@ -94,6 +94,7 @@ class PostgresBackend:
     """
 
     supports_transactions = True
+    messaging_system = "postgresql"
     max_delay = timedelta(days=3650)  # queuey.durations.MAX_DURATION: any delay queuey takes
 
     def __init__(
@@ -452,6 +453,22 @@ class PostgresBackend:
         return await self._maintenance.prune()
 
     # -- inspection ----------------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        """Whether the database answers, as last seen: open, and no outage noticed by the
+        consumers, the LISTEN session or maintenance."""
+        return self._state == "open" and not self._outage.down
+
+    async def queue_depths(self) -> list[QueueDepth]:
+        """Every (kind, queue) with live rows, counted in one statement (``ops_status``):
+        due, scheduled, running and failed rows and the oldest due row's wait.
+
+        Raises:
+            BackendError: the database failed.
+        """
+        self._check_open()
+        return await self._store.ops_status()
 
     async def count_pending(self, queue: str, kind: Kind = "job") -> int:
         """Rows of ``queue`` due now and not claimed.

@@ -112,6 +112,11 @@ class PgDelivery:
         return self._claim.envelope.job_id
 
     @property
+    def waited(self) -> float:
+        """Seconds the row was due before it was claimed (the scheduling lag)."""
+        return self._claim.waited
+
+    @property
     def cancel_requested(self) -> asyncio.Future[None]:
         """Done when ``cancel`` reached this row while it runs (through the listener)."""
         return self._cancel

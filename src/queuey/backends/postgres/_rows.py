@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import AsyncRowFactory, RowMaker, no_result
 
+from queuey.backends.base import QueueDepth
 from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
 
@@ -44,6 +45,8 @@ class Claim:
 
     envelope: Envelope
     position: int
+    waited: float = 0.0
+    """Seconds the row was due before it was claimed."""
 
     @property
     def row_id(self) -> str:
@@ -115,28 +118,8 @@ class DeadRow:
         )
 
 
-@dataclass(frozen=True)
-class QueueStatus:
-    """The live rows of one queue (queues holding only done rows are not listed).
-
-    Attributes:
-        kind: ``"job"`` or ``"topic"``.
-        queue: the queue (or topic) name.
-        pending: rows due now, waiting for a worker.
-        scheduled: pending rows not yet due (delayed, or waiting for a retry).
-        running: rows a worker holds.
-        failed: rows that failed for good and wait for a person.
-        oldest_pending_secs: how long the oldest due row has waited since it became due
-            (seconds, database clock); ``None`` when nothing is due.
-    """
-
-    kind: Kind
-    queue: str
-    pending: int
-    scheduled: int
-    running: int
-    failed: int
-    oldest_pending_secs: float | None
+QueueStatus = QueueDepth
+"""The live rows of one queue (``queuey status``): the contract's ``QueueDepth``."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +203,7 @@ _CLAIM_COLUMNS = (
     "enqueued_at_ms",
     "position",
     "redeliveries",
+    "waited",
 )
 
 
@@ -251,7 +235,7 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[Claim]:
         if at is None:
             return no_result
         i_id, i_type, i_attempts, i_deferrals, i_priority, i_payload = at[:6]
-        i_headers, i_by, i_ms, i_position, i_redeliveries = at[6:]
+        i_headers, i_by, i_ms, i_position, i_redeliveries, i_waited = at[6:]
 
         def make(values: Sequence[Any]) -> Claim:
             raw = values[i_headers]  # json text, NULL when empty
@@ -273,7 +257,7 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[Claim]:
                 kind,
                 values[i_redeliveries],
             )
-            return Claim(envelope, values[i_position])
+            return Claim(envelope, values[i_position], values[i_waited])
 
         return make
 

@@ -47,6 +47,7 @@ class SyncPostgresBackend:
     """
 
     supports_transactions = True
+    messaging_system = "postgresql"
 
     def __init__(
         self,

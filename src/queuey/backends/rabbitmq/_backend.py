@@ -69,6 +69,7 @@ class RabbitMqBackend:
     """
 
     supports_transactions = False
+    messaging_system = "rabbitmq"
 
     def __init__(self, url: str, options: RabbitMqOptions | None = None) -> None:
         self.options = options or RabbitMqOptions()
@@ -215,6 +216,11 @@ class RabbitMqBackend:
         )
         self._consumers.add(consumer)
         return consumer
+
+    @property
+    def connected(self) -> bool:
+        """Whether the connection to the broker is up, as far as the client knows."""
+        return self._link.connected
 
     @property
     def reconnections(self) -> int:

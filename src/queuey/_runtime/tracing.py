@@ -1,0 +1,172 @@
+"""OpenTelemetry tracing (the ``otel`` extra: ``opentelemetry-api`` only; the SDK, its
+exporters and sampling are the application's choice).
+
+Imported only when tracing is asked for (``Worker(..., tracing=True)``, ``Producer(...,
+tracing=True)``, ``queuey worker --tracing``), so without it nothing of OpenTelemetry is
+imported and no run pays for it: the ``Tracing`` middleware is simply not in the chain.
+
+Spans follow the OpenTelemetry messaging semantic conventions:
+
+- ``SendTracing.sending``: one PRODUCER span ``send <queue>`` per enqueue or publish call.
+  ``enqueue_many`` and a topic publish are one call and one span (``messaging.batch.
+  message_count``): they are one all-or-none write (one statement on PostgreSQL), so one span
+  measures what happened, and a batch of thousands does not cost thousands of spans. Every
+  envelope of the call carries that span's W3C trace context in its ``headers``
+  (``traceparent``, ``tracestate``), so each job's runs are its children.
+- ``Tracing``: one CONSUMER span ``process <queue>`` per run of a handler, whose parent is the
+  context extracted from the envelope. A retry, a deferral, a RabbitMQ hold queue, a lease
+  reclaim and a topic fan-out all hand on the same ``headers``, so every run of a job stays in
+  its producer's trace. The span carries ``queuey.job.attempt`` and ``queuey.outcome``; a
+  failed run records its exception (or its error text) and an ERROR status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from queuey._outcome import DeadLetter, Outcome, OutcomeKind, RetryAfter
+from queuey._runtime.middleware import CallNext, Middleware
+from queuey.backends.base import Delivery
+from queuey.envelope import Envelope
+from queuey.errors import ConfigError
+
+try:
+    from opentelemetry import propagate, trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+except ImportError as exc:  # pragma: no cover - the extra is missing
+    raise ConfigError(f"tracing needs OpenTelemetry: pip install 'queuey[otel]' ({exc})") from exc
+
+__all__ = ["SendTracing", "Tracing", "system_of"]
+
+_SCOPE = "queuey"
+
+
+def system_of(backend: object) -> str:
+    """The ``messaging.system`` of ``backend`` (its ``messaging_system``, else ``"queuey"``)."""
+    system = getattr(backend, "messaging_system", None)
+    return system if isinstance(system, str) else "queuey"
+
+
+def tracer_of(provider: object) -> trace.Tracer:
+    """queuey's tracer from ``provider`` (a ``TracerProvider``), or from the global one when
+    ``provider`` is ``True`` or ``None``.
+
+    Raises:
+        ConfigError: ``provider`` is neither.
+    """
+    if provider is None or provider is True:
+        return trace.get_tracer(_SCOPE)
+    get_tracer = getattr(provider, "get_tracer", None)
+    if not callable(get_tracer):
+        raise ConfigError(f"tracing: {provider!r} is not True nor an OpenTelemetry TracerProvider")
+    tracer: trace.Tracer = get_tracer(_SCOPE)
+    return tracer
+
+
+class SendTracing:
+    """The PRODUCER side: spans around publishing, trace context into the envelopes.
+
+    Args:
+        system: the ``messaging.system`` (``system_of(backend)``).
+        provider: a ``TracerProvider``, or ``True`` for the global one.
+    """
+
+    def __init__(self, system: str, provider: object = True) -> None:
+        self._tracer = tracer_of(provider)
+        self._system = system
+        self._names: dict[str, str] = {}
+
+    def _name(self, queue: str) -> str:
+        name = self._names.get(queue)
+        if name is None:
+            name = self._names[queue] = f"send {queue}"
+        return name
+
+    @contextlib.contextmanager
+    def sending(self, envelopes: Sequence[Envelope]) -> Iterator[None]:
+        """A span around publishing ``envelopes`` (at least one), whose context is written
+        into each envelope's ``headers`` on entry. An exception leaving the block is recorded
+        on the span (ERROR) and goes on."""
+        first = envelopes[0]
+        queues = {envelope.queue for envelope in envelopes}
+        queue = first.queue if len(queues) == 1 else ""
+        attributes: dict[str, Any] = {
+            "messaging.system": self._system,
+            "messaging.operation.type": "send",
+            "messaging.destination.name": queue or ",".join(sorted(queues)),
+        }
+        if len(envelopes) == 1:
+            attributes["messaging.message.id"] = first.job_id
+            attributes["queuey.job.type"] = first.job_type
+        else:
+            attributes["messaging.batch.message_count"] = len(envelopes)
+        name = self._name(queue) if queue else "send"
+        with self._tracer.start_as_current_span(
+            name, kind=SpanKind.PRODUCER, attributes=attributes
+        ):
+            for envelope in envelopes:
+                propagate.inject(envelope.headers)
+            yield
+
+
+class Tracing(Middleware):
+    """The CONSUMER side: a span around each run, child of the producer's.
+
+    Args:
+        system: the ``messaging.system`` (``system_of(backend)``).
+        provider: a ``TracerProvider``, or ``True`` for the global one.
+    """
+
+    def __init__(self, system: str, provider: object = True) -> None:
+        self._tracer = tracer_of(provider)
+        self._system = system
+        self._names: dict[str, str] = {}
+
+    def _name(self, queue: str) -> str:
+        name = self._names.get(queue)
+        if name is None:
+            name = self._names[queue] = f"process {queue}"
+        return name
+
+    def _attributes(self, envelope: Envelope) -> dict[str, Any]:
+        return {
+            "messaging.system": self._system,
+            "messaging.operation.type": "process",
+            "messaging.destination.name": envelope.queue,
+            "messaging.message.id": envelope.job_id,
+            "queuey.job.type": envelope.job_type,
+            "queuey.job.attempt": envelope.attempt,
+        }
+
+    async def around_call(self, delivery: Delivery, call_next: CallNext) -> Outcome:
+        """Run the delivery inside its CONSUMER span; record its outcome there."""
+        envelope = delivery.envelope
+        parent = propagate.extract(envelope.headers) if envelope.headers else None
+        with self._tracer.start_as_current_span(
+            self._name(envelope.queue),
+            context=parent,
+            kind=SpanKind.CONSUMER,
+            attributes=self._attributes(envelope),
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            outcome = await call_next(delivery)
+            _record(span, outcome)
+            return outcome
+
+
+def _record(span: trace.Span, outcome: Outcome) -> None:
+    """Put ``outcome`` on ``span``: its kind, and for a failure its exception and status."""
+    span.set_attribute("queuey.outcome", outcome.kind.value)
+    if outcome.kind is OutcomeKind.SUCCEEDED or outcome.kind is OutcomeKind.DEFERRED:
+        return
+    if outcome.kind is OutcomeKind.CANCELLED:
+        return
+    exception = outcome.exception if isinstance(outcome, RetryAfter | DeadLetter) else None
+    if exception is not None:
+        span.record_exception(exception)
+    else:
+        span.add_event("exception", {"exception.message": outcome.text})
+    span.set_status(Status(StatusCode.ERROR, outcome.text))
