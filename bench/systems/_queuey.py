@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from bench.systems import Tally
+from bench.systems._env import SUFFIX
 from queuey import Job, JobContext, Producer, Queue, QueueSet, Worker
 from queuey.backends.base import Backend
 
@@ -47,7 +48,7 @@ def observability() -> tuple[object, Any]:
     return provider, metrics
 
 
-class BenchQueues(QueueSet, prefix="bench"):
+class BenchQueues(QueueSet, prefix=f"bench{SUFFIX}"):
     noop = Queue(prefetch=PREFETCH)
 
 

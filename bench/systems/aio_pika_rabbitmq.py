@@ -14,11 +14,11 @@ from typing import Any
 import aio_pika
 
 from bench.systems import Tally
-from bench.systems._env import AMQP_URL
+from bench.systems._env import AMQP_URL, SUFFIX
 
 __all__ = ["make"]
 
-QUEUE = "bench_aiopika"
+QUEUE = f"bench_aiopika{SUFFIX}"
 PREFETCH = 100
 
 

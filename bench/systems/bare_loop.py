@@ -15,13 +15,13 @@ import psycopg
 from psycopg import sql
 
 from bench.systems import Tally
-from bench.systems._env import DATABASE_URL, drop_schema
+from bench.systems._env import DATABASE_URL, SUFFIX, drop_schema
 from queuey.backends.postgres import migrate
 from queuey.envelope import new_job_ids
 
 __all__ = ["make"]
 
-SCHEMA = "bench_bare"
+SCHEMA = f"bench_bare{SUFFIX}"
 BATCH = 250
 QUEUE = "bench.noop"
 _TABLE = sql.Identifier(SCHEMA, "queue_message")

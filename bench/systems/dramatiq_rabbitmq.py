@@ -19,11 +19,11 @@ import pika
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
 from bench.systems import Tally
-from bench.systems._env import AMQP_URL
+from bench.systems._env import AMQP_URL, SUFFIX
 
 __all__ = ["make"]
 
-QUEUE = "bench_dramatiq"
+QUEUE = f"bench_dramatiq{SUFFIX}"
 THREADS = int(os.environ.get("BENCH_DRAMATIQ_THREADS", "8"))
 
 

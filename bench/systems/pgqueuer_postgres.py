@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-os.environ["PGQUEUER_SCHEMA"] = "bench_pgqueuer"
-os.environ["PGQUEUER_PREFIX"] = "bench_"
+os.environ["PGQUEUER_SCHEMA"] = f"bench_pgqueuer{os.environ.get('BENCH_SUFFIX', '')}"
+os.environ["PGQUEUER_PREFIX"] = f"bench{os.environ.get('BENCH_SUFFIX', '')}_"
 
 import asyncpg
 from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
@@ -24,11 +24,11 @@ from pgqueuer.core.qm import QueueManager
 from pgqueuer.domain.models import Job
 
 from bench.systems import Tally
-from bench.systems._env import DATABASE_URL, drop_schema, payload_time
+from bench.systems._env import DATABASE_URL, SUFFIX, drop_schema, payload_time
 
 __all__ = ["make"]
 
-SCHEMA = "bench_pgqueuer"
+SCHEMA = f"bench_pgqueuer{SUFFIX}"
 BATCH_SIZE = int(os.environ.get("BENCH_PGQUEUER_BATCH", "250"))
 
 

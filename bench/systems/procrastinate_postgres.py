@@ -18,11 +18,11 @@ from typing import Any
 import procrastinate
 
 from bench.systems import Tally
-from bench.systems._env import DATABASE_URL, drop_schema
+from bench.systems._env import DATABASE_URL, SUFFIX, drop_schema
 
 __all__ = ["make"]
 
-SCHEMA = "bench_procrastinate"
+SCHEMA = f"bench_procrastinate{SUFFIX}"
 CONCURRENCY = int(os.environ.get("BENCH_PROCRASTINATE_CONCURRENCY", "10"))
 _URL = f"{DATABASE_URL}{'&' if '?' in DATABASE_URL else '?'}options=-csearch_path%3D{SCHEMA}"
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from bench.systems._env import DATABASE_URL, drop_schema
+from bench.systems._env import DATABASE_URL, SUFFIX, drop_schema
 from bench.systems._queuey import PREFETCH, BenchQueues, QueueyBench
 from queuey.backends.base import Backend
 from queuey.backends.postgres import PostgresBackend, migrate
 
 __all__ = ["BenchQueues", "make"]
 
-SCHEMA = "bench_queuey"
-CHANNEL = "bench_queuey"
+SCHEMA = f"bench_queuey{SUFFIX}"
+CHANNEL = f"bench_queuey{SUFFIX}"
 
 
 class QueueyPostgres(QueueyBench):

@@ -26,14 +26,14 @@ import psycopg
 from psycopg import sql
 
 from bench.systems import Tally
-from bench.systems._env import DATABASE_URL, drop_schema
+from bench.systems._env import DATABASE_URL, SUFFIX, drop_schema
 from bench.systems._queuey import BenchQueues
 from queuey.backends.postgres import migrate
 from queuey.backends.postgres._sql import _raw_queries
 
 __all__ = ["make", "pgbench_script"]
 
-SCHEMA = "bench_sql"
+SCHEMA = f"bench_sql{SUFFIX}"
 CLIENTS = 2
 QUEUE = BenchQueues.noop.name
 _TABLE = f'"{SCHEMA}"."queue_message"'
