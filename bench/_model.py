@@ -29,6 +29,7 @@ MEASUREMENTS = (
     "latency_p95",
     "latency_p99",
     "rss_mb",
+    "enqueue_p99_during_drain",
 )
 UNITS = {
     "drain": "jobs/s",
@@ -40,6 +41,7 @@ UNITS = {
     "latency_p95": "ms",
     "latency_p99": "ms",
     "rss_mb": "MB",
+    "enqueue_p99_during_drain": "ms",
 }
 
 
@@ -56,6 +58,11 @@ class Plan:
         latency_interval_ms: milliseconds between two enqueues of the latency run.
         rss_small: drained jobs of the smaller RSS run (flatness check, queuey only).
         rss_large: drained jobs of the larger RSS run.
+        scaled_done: rows of jobs already run beside the pending ones (``drain_scaled``).
+        scaled_later: rows of jobs scheduled an hour ahead beside them (``drain_scaled``).
+        during_calls: single enqueues timed while a drain runs (``enqueue_p99_during_drain``).
+        during_interval_ms: milliseconds between two of those enqueues.
+        during_backlog: jobs pre-enqueued for that drain (it should outlast the enqueues).
     """
 
     repetitions: int = 3
@@ -66,6 +73,11 @@ class Plan:
     latency_interval_ms: float = 10.0
     rss_small: int = 10_000
     rss_large: int = 100_000
+    scaled_done: int = 1_000_000
+    scaled_later: int = 100_000
+    during_calls: int = 500
+    during_interval_ms: float = 5.0
+    during_backlog: int = 50_000
 
 
 QUICK = Plan(
@@ -76,6 +88,10 @@ QUICK = Plan(
     latency_jobs=200,
     rss_small=2_000,
     rss_large=10_000,
+    scaled_done=100_000,
+    scaled_later=10_000,
+    during_calls=100,
+    during_backlog=8_000,
 )
 
 

@@ -26,6 +26,9 @@ _RETRY_PAUSE_S = 5.0
 T = TypeVar("T")
 _WORKERLESS = {"sql-limit", "bare-loop"}
 _RSS_FLATNESS = {"queuey-postgres", "queuey-rabbitmq"}
+_TWO_PROCESSES = {"queuey-postgres", "queuey-rabbitmq", "pgqueuer", "dramatiq"}
+_SCALED = {"queuey-postgres", "pgqueuer"}
+_DURING_DRAIN = {"queuey-postgres", "pgqueuer"}
 
 
 @dataclass
@@ -75,21 +78,23 @@ def _peak_rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmHWM for pid {pid}")
 
 
-class _Worker:
-    """A ``work`` child: started, waited for until ready, then read for its result."""
+class _Child:
+    """A ``work`` or ``timed`` child: started, waited for until ready, told to go (when it
+    waits for that), then read for its result."""
 
-    def __init__(self, system: str, jobs: int, latencies: bool = False) -> None:
-        self.what = f"{system} work {jobs}"
+    def __init__(self, system: str, *args: object) -> None:
+        self.what = f"{system} {' '.join(str(a) for a in args)}"
         self.errors = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
-            _command(system, "work", jobs, int(latencies)),
+            _command(system, *args),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errors,
             text=True,
         )
-        assert self.process.stdout is not None
+        assert self.process.stdout is not None and self.process.stdin is not None
         self.stdout = self.process.stdout
+        self.stdin = self.process.stdin
 
     def ready(self) -> None:
         try:
@@ -97,12 +102,18 @@ class _Worker:
         except RuntimeError:
             self._fail()
 
+    def go(self) -> None:
+        self.stdin.write("go\n")
+        self.stdin.flush()
+
     def result(self) -> tuple[dict[str, Any], float]:
+        """The child's result and its peak RSS in MB (0 for a ``timed`` child, which exits
+        without waiting)."""
         try:
             document = _read_json(self.stdout, self.what)
         except RuntimeError:
             self._fail()
-        rss = _peak_rss_mb(self.process.pid)
+        rss = _peak_rss_mb(self.process.pid) if self.process.poll() is None else 0.0
         self.process.communicate(timeout=60)
         self.errors.close()
         return document, rss
@@ -113,17 +124,89 @@ class _Worker:
         self.errors.seek(0)
         raise RuntimeError(f"{self.what}: {self.errors.read()[-3000:]}")
 
+    def kill(self) -> None:
+        """Stop the child if it still runs (after another child of the step failed)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
+        self.errors.close()
+
+
+def _worker(system: str, jobs: int, latencies: bool = False, *options: str) -> _Child:
+    return _Child(system, "work", jobs, int(latencies), *options)
+
 
 def _drain(system: str, jobs: int) -> tuple[float, float]:
     _step(system, "bulk", jobs)
-    worker = _Worker(system, jobs)
+    worker = _worker(system, jobs)
     worker.ready()
     document, rss = worker.result()
     return jobs / float(document["seconds"]), rss
 
 
+def _together(children: list[_Child]) -> list[dict[str, Any]]:
+    """Wait until every child is ready, tell them all to go, and return their results."""
+    try:
+        for child in children:
+            child.ready()
+        for child in children:
+            child.go()
+        return [child.result()[0] for child in children]
+    finally:
+        for child in children:
+            child.kill()
+
+
+def _drain_processes(system: str, jobs: int, processes: int) -> float:
+    """The drain by ``processes`` worker processes started together, timed from the first
+    one's start to the last one's graceful stop; jobs/s."""
+    _step(system, "bulk", jobs)
+    with tempfile.NamedTemporaryFile(prefix="bench-count-") as counts:
+        counts.write(bytes(8 * processes))
+        counts.flush()
+        documents = _together(
+            [
+                _worker(system, jobs, False, "go", f"shared={counts.name}:{index}:{processes}")
+                for index in range(processes)
+            ]
+        )
+    ended = max(float(d["ended_at"]) for d in documents)
+    seconds = ended - min(float(d["started_at"]) for d in documents)
+    if sum(int(d["mine"]) for d in documents) < jobs:
+        raise RuntimeError(f"{system}: the {processes} processes ran fewer than {jobs} jobs")
+    return jobs / seconds
+
+
+def _drain_scaled(system: str, plan: Plan) -> float:
+    """The drain beside ``plan.scaled_done`` done and ``plan.scaled_later`` later rows (the
+    set-up untimed); jobs/s."""
+    _step(system, "scaled", plan.drain_jobs, plan.scaled_done, plan.scaled_later)
+    worker = _worker(system, plan.drain_jobs)
+    worker.ready()
+    document, _ = worker.result()
+    _step(system, "scaled", 0, 0, 0)  # the next drains start on an empty, vacuumed table
+    return plan.drain_jobs / float(document["seconds"])
+
+
+def _enqueue_during_drain(system: str, plan: Plan) -> list[float]:
+    """Each single enqueue's duration (ms, sorted) among those started while a worker drained
+    ``plan.during_backlog`` jobs (until it had run as many jobs as the backlog held)."""
+    backlog = plan.during_backlog
+    _step(system, "bulk", backlog)
+    expected = backlog + plan.during_calls + 1  # + the producer's warm-up enqueue
+    worker = _worker(system, expected, False, "go", f"mark={backlog}")
+    producer = _Child(system, "timed", plan.during_calls, plan.during_interval_ms)
+    drained, timed = _together([worker, producer])
+    until = drained["marked_at"] or drained["ended_at"]
+    during = sorted(float(ms) for started, ms in timed["calls"] if started < until)
+    _log(f"  {system}: {len(during)}/{plan.during_calls} enqueues ran during the drain")
+    if len(during) < 2:
+        raise RuntimeError(f"{system}: the drain ended before the enqueues began")
+    return during
+
+
 def _latency(system: str, plan: Plan) -> list[float]:
-    worker = _Worker(system, plan.latency_jobs, latencies=True)
+    worker = _worker(system, plan.latency_jobs, True)
     worker.ready()
     _step(system, "single", plan.latency_jobs, plan.latency_interval_ms)
     document, _ = worker.result()
@@ -210,6 +293,13 @@ def _repetition(system: str, plan: Plan) -> dict[str, float]:
         latency_p95=_percentile(latencies, 0.95),
         latency_p99=_percentile(latencies, 0.99),
     )
+    if system in _TWO_PROCESSES:
+        values["drain_2p"] = _drain_processes(system, plan.drain_jobs, 2)
+    if system in _SCALED:
+        values["drain_scaled"] = _drain_scaled(system, plan)
+    if system in _DURING_DRAIN:
+        durations = _enqueue_during_drain(system, plan)
+        values["enqueue_p99_during_drain"] = _percentile(durations, 0.99)
     return values
 
 
@@ -218,6 +308,23 @@ def _settings_for(
 ) -> dict[str, Any]:
     sizes: dict[str, dict[str, Any]] = {
         "drain": {"jobs": plan.drain_jobs, "worker_processes": 1},
+        "drain_2p": {
+            "jobs": plan.drain_jobs,
+            "worker_processes": 2,
+            "how": "2 worker processes started by the harness, told to go together",
+        },
+        "drain_scaled": {
+            "jobs": plan.drain_jobs,
+            "worker_processes": 1,
+            "done_rows": plan.scaled_done,
+            "later_rows": plan.scaled_later,
+        },
+        "enqueue_p99_during_drain": {
+            "calls": plan.during_calls,
+            "interval_ms": plan.during_interval_ms,
+            "backlog": plan.during_backlog,
+            "what": "single enqueue call durations started while one worker drained the backlog",
+        },
         "enqueue_single": {"jobs": plan.single_jobs},
         "enqueue_bulk": {"jobs": plan.bulk_jobs, "calls": 1},
         "rss_mb": {"jobs": plan.drain_jobs, "what": "worker process VmHWM during the drain"},

@@ -91,6 +91,23 @@ class QueueyBench:
                 await producer.enqueue(Noop(t=time.time()))
             return time.perf_counter() - started
 
+    async def enqueue_timed(
+        self, payloads: int, interval_s: float, ready: Callable[[], None]
+    ) -> list[tuple[float, float]]:
+        async with self.open_backend() as backend:
+            producer = await Producer.create(BenchQueues, backend, tracing=observability()[0])
+            await producer.enqueue(Noop(t=time.time()))  # warm-up: the kept connection
+            ready()
+            calls: list[tuple[float, float]] = []
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            for i in range(payloads):
+                await asyncio.sleep(max(0.0, start + i * interval_s - loop.time()))
+                began = time.monotonic()
+                await producer.enqueue(Noop(t=time.time()))
+                calls.append((began, (time.monotonic() - began) * 1000.0))
+            return calls
+
     async def work(self, tally: Tally, ready: Callable[[], None]) -> None:
         async with self.open_backend() as backend:
             tracing, metrics = observability()

@@ -7,6 +7,9 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import psycopg
+from psycopg import sql
+
 from bench.systems._env import DATABASE_URL, SUFFIX, drop_schema
 from bench.systems._queuey import PREFETCH, BenchQueues, QueueyBench
 from queuey.backends.base import Backend
@@ -16,6 +19,24 @@ __all__ = ["BenchQueues", "make"]
 
 SCHEMA = f"bench_queuey{SUFFIX}"
 CHANNEL = f"bench_queuey{SUFFIX}"
+_TABLE = sql.Identifier(SCHEMA, "queue_message")
+_DONE = sql.SQL(
+    "INSERT INTO {} (id, kind, queue, job_type, status, attempts, payload, enqueued_at_ms,"
+    " available_at, claimed_at, processed_at, created_at)"
+    " SELECT gen_random_uuid(), 'job', %(queue)s, 'bench.Noop', 'done', 1, '{{\"t\": 0}}',"
+    " at_ms, at, at, at + interval '1 ms', at"
+    " FROM (SELECT now() - interval '1 day' + g * interval '50 ms' AS at,"
+    " (extract(epoch FROM now() - interval '1 day') * 1000)::bigint + g * 50 AS at_ms"
+    " FROM generate_series(1, %(rows)s) AS g) AS s"
+).format(_TABLE)
+"""Jobs run over the last day, as ``ack`` leaves them (``done``, lease and owner cleared)."""
+_LATER = sql.SQL(
+    "INSERT INTO {} (id, kind, queue, job_type, payload, enqueued_at_ms, available_at)"
+    " SELECT gen_random_uuid(), 'job', %(queue)s, 'bench.Noop', '{{\"t\": 0}}',"
+    " (extract(epoch FROM now()) * 1000)::bigint, now() + interval '1 hour'"
+    " FROM generate_series(1, %(rows)s)"
+).format(_TABLE)
+"""Jobs enqueued with a delay of an hour (``pending``, ``available_at`` ahead)."""
 
 
 class QueueyPostgres(QueueyBench):
@@ -43,6 +64,15 @@ class QueueyPostgres(QueueyBench):
 
     async def teardown(self) -> None:
         await drop_schema(SCHEMA)
+
+    async def fill(self, done: int, later: int) -> None:
+        async with await psycopg.AsyncConnection.connect(DATABASE_URL, autocommit=True) as conn:
+            await conn.execute(sql.SQL("TRUNCATE {}").format(_TABLE))
+            queue = BenchQueues.noop.name
+            for statement, rows in ((_DONE, done), (_LATER, later)):
+                if rows:
+                    await conn.execute(statement, {"queue": queue, "rows": rows})
+            await conn.execute(sql.SQL("VACUUM ANALYZE {}").format(_TABLE))
 
 
 def make() -> QueueyPostgres:
