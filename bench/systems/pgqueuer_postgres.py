@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 os.environ["PGQUEUER_SCHEMA"] = f"bench_pgqueuer{os.environ.get('BENCH_SUFFIX', '')}"
-os.environ["PGQUEUER_PREFIX"] = f"bench{os.environ.get('BENCH_SUFFIX', '')}_"
+os.environ["PGQUEUER_PREFIX"] = f"bench{os.environ.get('BENCH_SUFFIX', '')}_"  # = PREFIX
 
 import asyncpg
 from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
@@ -29,6 +29,25 @@ from bench.systems._env import DATABASE_URL, SUFFIX, drop_schema, payload_time
 __all__ = ["make"]
 
 SCHEMA = f"bench_pgqueuer{SUFFIX}"
+PREFIX = f"bench{SUFFIX}_"
+_QUEUE = f'"{SCHEMA}"."{PREFIX}pgqueuer"'
+_LOG = f'"{SCHEMA}"."{PREFIX}pgqueuer_log"'
+_DONE = (
+    f"INSERT INTO {_LOG} (created, job_id, status, priority, entrypoint)"
+    " SELECT now() - interval '1 day' + g * interval '50 ms', g,"
+    f' s::"{SCHEMA}"."{PREFIX}pgqueuer_status", 0, \'noop\''
+    " FROM generate_series(1, $1::bigint) AS g,"
+    " unnest(ARRAY['queued', 'picked', 'successful']) AS s"
+)
+"""Jobs run over the last day: PgQueuer deletes a finished job from its queue table and keeps
+three rows per job in its log table (``queued``, ``picked``, ``successful``), as a drain
+leaves them."""
+_LATER = (
+    f"INSERT INTO {_QUEUE} (priority, status, entrypoint, payload, execute_after)"
+    " SELECT 0, 'queued', 'noop', convert_to('{\"t\": 0}', 'UTF8'), now() + interval '1 hour'"
+    " FROM generate_series(1, $1::bigint)"
+)
+"""Jobs enqueued with ``execute_after`` an hour ahead."""
 BATCH_SIZE = int(os.environ.get("BENCH_PGQUEUER_BATCH", "250"))
 
 
@@ -67,6 +86,37 @@ class PgQueuerPostgres:
         try:
             await queries.clear_queue()
             await queries.clear_queue_log()
+        finally:
+            await conn.close()
+
+    async def fill(self, done: int, later: int) -> None:
+        conn = await asyncpg.connect(DATABASE_URL)
+        try:
+            await conn.execute(f"TRUNCATE {_QUEUE}, {_LOG}")
+            for statement, rows in ((_DONE, done), (_LATER, later)):
+                if rows:
+                    await conn.execute(statement, rows)
+            await conn.execute(f"VACUUM ANALYZE {_QUEUE}")
+            await conn.execute(f"VACUUM ANALYZE {_LOG}")
+        finally:
+            await conn.close()
+
+    async def enqueue_timed(
+        self, payloads: int, interval_s: float, ready: Callable[[], None]
+    ) -> list[tuple[float, float]]:
+        conn, queries = await self._queries()
+        try:
+            await queries.enqueue("noop", f'{{"t": {time.time()}}}'.encode())  # warm-up
+            ready()
+            calls: list[tuple[float, float]] = []
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            for i in range(payloads):
+                await asyncio.sleep(max(0.0, start + i * interval_s - loop.time()))
+                began = time.monotonic()
+                await queries.enqueue("noop", f'{{"t": {time.time()}}}'.encode())
+                calls.append((began, (time.monotonic() - began) * 1000.0))
+            return calls
         finally:
             await conn.close()
 
