@@ -27,7 +27,7 @@ T = TypeVar("T")
 _WORKERLESS = {"sql-limit", "bare-loop"}
 _RSS_FLATNESS = {"queuey-postgres", "queuey-rabbitmq"}
 _TWO_PROCESSES = {"queuey-postgres", "queuey-rabbitmq", "pgqueuer", "dramatiq"}
-_SCALED = {"queuey-postgres", "pgqueuer"}
+_SCALED = {"queuey-postgres", "pgqueuer", "procrastinate"}
 _DURING_DRAIN = {"queuey-postgres", "pgqueuer"}
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import procrastinate
+import psycopg
 
 from bench.systems import Tally
 from bench.systems._env import DATABASE_URL, SUFFIX, drop_schema
@@ -24,6 +25,23 @@ __all__ = ["make"]
 
 SCHEMA = f"bench_procrastinate{SUFFIX}"
 CONCURRENCY = int(os.environ.get("BENCH_PROCRASTINATE_CONCURRENCY", "10"))
+_DONE = (
+    "WITH j AS (INSERT INTO procrastinate_jobs (queue_name, task_name, args, status, attempts)"
+    " SELECT 'default', 'noop', '{\"t\": 0}', 'succeeded', 1"
+    " FROM generate_series(1, %(rows)s) RETURNING id)"
+    " INSERT INTO procrastinate_events (job_id, type, at)"
+    " SELECT j.id, e.type::procrastinate_job_event_type, now() - interval '1 day'"
+    " FROM j, unnest(ARRAY['deferred', 'started', 'succeeded']) AS e(type)"
+)
+"""Jobs already run, as a drain leaves them (``delete_jobs="never"``): ``succeeded`` rows with
+their three events (the triggers record them only for rows inserted as ``todo``)."""
+_LATER = (
+    "INSERT INTO procrastinate_jobs (queue_name, task_name, args, scheduled_at)"
+    " SELECT 'default', 'noop', '{\"t\": 0}', now() + interval '1 hour'"
+    " FROM generate_series(1, %(rows)s)"
+)
+"""Jobs deferred an hour ahead (``todo`` with ``scheduled_at``; the triggers add their
+``deferred`` and ``scheduled`` events)."""
 _URL = f"{DATABASE_URL}{'&' if '?' in DATABASE_URL else '?'}options=-csearch_path%3D{SCHEMA}"
 
 
@@ -60,6 +78,14 @@ class ProcrastinatePostgres:
     async def clear(self) -> None:
         async with self.app.open_async():
             await self.app.connector.execute_query_async("TRUNCATE procrastinate_jobs CASCADE")
+
+    async def fill(self, done: int, later: int) -> None:
+        async with await psycopg.AsyncConnection.connect(_URL, autocommit=True) as conn:
+            await conn.execute("TRUNCATE procrastinate_jobs CASCADE")
+            for statement, rows in ((_DONE, done), (_LATER, later)):
+                if rows:
+                    await conn.execute(statement, {"rows": rows})
+            await conn.execute("VACUUM ANALYZE procrastinate_jobs, procrastinate_events")
 
     async def enqueue(self, payloads: int, bulk: bool, interval_s: float) -> float:
         async with self.app.open_async():
