@@ -1,6 +1,10 @@
 """Drives the child processes of one system through its repetitions and turns their timings into
 ``Run`` rows. A worker child's peak RSS is read from ``/proc/<pid>/status`` (``VmHWM``, the
-kernel's high-water mark) after it reports its result and before it is let go."""
+kernel's high-water mark) after it reports its result and before it is let go.
+
+Children that must start together (the 2 worker processes of ``drain_2p``; the worker and the
+producer of ``enqueue_p99_during_drain``) each report ready once connected and wait for a line
+on stdin; the harness sends it to all of them once all are ready."""
 
 from __future__ import annotations
 

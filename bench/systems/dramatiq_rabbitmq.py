@@ -1,8 +1,9 @@
 """Dramatiq on RabbitMQ (pika), queue ``bench_dramatiq``.
 
-Settings from its documentation for throughput: one worker process with its default 8 worker
-threads and the default prefetch (2 per thread), the default middleware, and the broker's
-default ``confirm_delivery=False`` (publishes are not confirmed; queuey's are). Dramatiq has no
+Settings from its documentation for throughput: one worker process (two for ``drain_2p``, as
+``dramatiq --processes 2`` forks them) with its default 8 worker threads and the default
+prefetch (2 per thread), the default middleware, and the broker's default
+``confirm_delivery=False`` (publishes are not confirmed; queuey's are). Dramatiq has no
 bulk enqueue: ``enqueue_bulk`` is ``send`` in a loop. Its calls block, so they run in a thread.
 """
 
