@@ -37,6 +37,7 @@ SCHEMA = f"bench_sql{SUFFIX}"
 CLIENTS = 2
 QUEUE = BenchQueues.noop.name
 _TABLE = f'"{SCHEMA}"."queue_message"'
+_PAUSED = f'"{SCHEMA}"."queue_message_paused"'
 _INSERT_ONE = sql.SQL(
     "WITH i AS (INSERT INTO {} (id, kind, queue, job_type, payload) "
     "VALUES (%s, 'job', %s, 'bench.Noop', %s::json) RETURNING queue) "
@@ -56,7 +57,8 @@ _PREFILL = sql.SQL(
 
 def _statement(name: str, values: dict[str, str]) -> str:
     lines = [line for line in _raw_queries()[name].splitlines() if not line.startswith("--")]
-    text = "\n".join(lines).replace("{table}", _TABLE).replace("{{", "{").replace("}}", "}")
+    text = "\n".join(lines).replace("{table}", _TABLE).replace("{paused}", _PAUSED)
+    text = text.replace("{{", "{").replace("}}", "}")
     text = text.rstrip().rstrip(";")
     return re.sub(r"%\((\w+)\)s", lambda m: values[m.group(1)], text)
 

@@ -255,3 +255,27 @@ async def test_a_malformed_message_is_dead_lettered_with_its_metadata_and_what_w
         assert dead.headers["x-custom"] == 7
         assert dead.headers["x-death-reason"] == reason
         assert dead.headers["x-original-queue"] == kit.config.name
+
+
+async def test_a_batch_longer_to_confirm_than_publish_timeout_is_published_whole(
+    through: Callable[..., Awaitable[RabbitMqBackend]], amqp_url: str
+) -> None:
+    """``publish_timeout`` bounds a broker that stops answering, not a batch's size: each
+    window of the batch has its own deadline, so a batch whose confirms take longer in all
+    than ``publish_timeout`` still lands, every message of it."""
+    backend = await through(publish_timeout=timedelta(seconds=0.5))
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    jobs = 12_000
+    began = time.monotonic()
+    await producer.enqueue_many([kit.Task(n=n) for n in range(jobs)])
+    elapsed = time.monotonic() - began
+    connection = await aio_pika.connect(amqp_url)
+    try:
+        channel = await connection.channel()
+        queue = await channel.declare_queue(kit.config.name, passive=True)
+        assert queue.declaration_result.message_count == jobs
+    finally:
+        await connection.close()
+    if elapsed <= 0.5:
+        pytest.skip(f"the broker confirmed {jobs} messages within 0.5 s: nothing was shown")

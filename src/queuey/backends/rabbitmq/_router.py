@@ -18,6 +18,9 @@ more, within the same deadline.
 
 Every publish path takes one deadline, ``publish_timeout`` from the start of the call, and every
 wait after it (the hold declaration and its lock, the channel, the confirm) uses what is left.
+A batch is published in windows of ``PIPELINE`` messages, each window within
+``publish_timeout`` of its start: a broker that stops answering fails the call within
+``publish_timeout``, while a batch too large to confirm in that time does not.
 """
 
 from __future__ import annotations
@@ -47,7 +50,10 @@ from queuey.envelope import Envelope, Kind
 from queuey.errors import UnknownQueueError
 from queuey.queues import QueueConfig
 
-__all__ = ["Hold", "Router"]
+__all__ = ["PIPELINE", "Hold", "Router"]
+
+PIPELINE = 1000
+"""Messages of one batch published before their confirms are awaited together."""
 
 
 @dataclass(frozen=True)
@@ -176,8 +182,9 @@ class Router:
 
     async def publish(self, envelopes: Sequence[Envelope], delay: timedelta | None) -> None:
         """Route every envelope (validating a delay) before sending any, then publish them
-        pipelined: every message goes out at once and the confirms are awaited together, all
-        within ``publish_timeout`` from the call. A topic envelope with no subscriber (empty
+        pipelined in windows of ``PIPELINE`` messages (a window's messages go out at once and
+        their confirms are awaited together), each window within ``publish_timeout`` (seconds)
+        of its start. A topic envelope with no subscriber (empty
         ``job_type``) is not sent.
 
         Raises:
@@ -201,10 +208,19 @@ class Router:
             envelope, key, hold = plan[0]
             await self._send(key, envelope_message(envelope), hold, deadline)
             return
+        for start in range(0, len(plan), PIPELINE):
+            if start:  # each window has its own deadline: a big batch is not a slow broker
+                deadline = self.deadline()
+            await self._send_window(plan[start : start + PIPELINE], deadline)
+
+    async def _send_window(
+        self, window: Sequence[tuple[Envelope, str, Hold | None]], deadline: float
+    ) -> None:
+        """Publish ``window`` pipelined (every confirm awaited together) by ``deadline``."""
         results = await asyncio.gather(
             *(
                 self._send(key, envelope_message(envelope), hold, deadline)
-                for envelope, key, hold in plan
+                for envelope, key, hold in window
             ),
             return_exceptions=True,
         )
