@@ -65,7 +65,24 @@ def tracer_of(provider: object) -> trace.Tracer:
     return tracer
 
 
-class SendTracing:
+class _Spans:
+    """What both sides share: queuey's tracer, the ``messaging.system``, and span names
+    ``"<operation> <queue>"`` built once per queue."""
+
+    def __init__(self, system: str, provider: object, operation: str) -> None:
+        self._tracer = tracer_of(provider)
+        self._system = system
+        self._operation = operation
+        self._names: dict[str, str] = {}
+
+    def _name(self, queue: str) -> str:
+        name = self._names.get(queue)
+        if name is None:
+            name = self._names[queue] = f"{self._operation} {queue}"
+        return name
+
+
+class SendTracing(_Spans):
     """The PRODUCER side: spans around publishing, trace context into the envelopes.
 
     Args:
@@ -74,15 +91,7 @@ class SendTracing:
     """
 
     def __init__(self, system: str, provider: object = True) -> None:
-        self._tracer = tracer_of(provider)
-        self._system = system
-        self._names: dict[str, str] = {}
-
-    def _name(self, queue: str) -> str:
-        name = self._names.get(queue)
-        if name is None:
-            name = self._names[queue] = f"send {queue}"
-        return name
+        super().__init__(system, provider, "send")
 
     @contextlib.contextmanager
     def sending(self, envelopes: Sequence[Envelope]) -> Iterator[None]:
@@ -102,7 +111,7 @@ class SendTracing:
             attributes["queuey.job.type"] = first.job_type
         else:
             attributes["messaging.batch.message_count"] = len(envelopes)
-        name = self._name(queue) if queue else "send"
+        name = self._name(queue) if queue else self._operation
         with self._tracer.start_as_current_span(
             name, kind=SpanKind.PRODUCER, attributes=attributes
         ):
@@ -111,7 +120,7 @@ class SendTracing:
             yield
 
 
-class Tracing(Middleware):
+class Tracing(_Spans, Middleware):
     """The CONSUMER side: a span around each run, child of the producer's.
 
     Args:
@@ -120,15 +129,7 @@ class Tracing(Middleware):
     """
 
     def __init__(self, system: str, provider: object = True) -> None:
-        self._tracer = tracer_of(provider)
-        self._system = system
-        self._names: dict[str, str] = {}
-
-    def _name(self, queue: str) -> str:
-        name = self._names.get(queue)
-        if name is None:
-            name = self._names[queue] = f"process {queue}"
-        return name
+        super().__init__(system, provider, "process")
 
     def _attributes(self, envelope: Envelope) -> dict[str, Any]:
         return {
