@@ -3,6 +3,7 @@ error policy, storable texts, the waker, outages, and option validation."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -176,3 +177,31 @@ async def test_an_outage_is_logged_once_and_its_end_wakes(caplog: pytest.LogCapt
 async def test_backend_options_are_checked_by_name(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         PostgresBackend("postgresql://localhost/none", **options)
+
+
+async def test_a_cancellation_turned_into_a_database_error_still_cancels_the_loop() -> None:
+    """psycopg may answer a task's cancellation with a cancelled-query error: the background
+    loop's ``attempt`` must let the cancellation win, or ``close`` waits on it forever."""
+    outage = Outage("PostgreSQL", lambda: None)
+    entered = asyncio.Event()
+
+    async def statement() -> None:
+        entered.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            raise BackendError("PostgreSQL: canceling statement due to user request") from None
+
+    async def loop() -> None:
+        while True:
+            await outage.attempt(statement())
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(loop())
+    await entered.wait()
+    task.cancel()
+    await asyncio.wait({task}, timeout=5)
+    stopped = task.done()
+    if not stopped:
+        task.cancel()  # the test's own clean-up; the assertion below has already failed
+    assert stopped and task.cancelled()

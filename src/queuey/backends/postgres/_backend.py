@@ -212,8 +212,7 @@ class PostgresBackend:
         for task in tasks:
             task.cancel()
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await _stopped(task)
         await self._completer.close()
         await self._store.close()
 
@@ -534,3 +533,15 @@ def _check_connection(connection: object) -> None:
 
 async def _migrate(conninfo: str, statements: Statements) -> None:
     await migrate(conninfo, schema=statements.schema, table=statements.table)
+
+
+async def _stopped(task: asyncio.Task[None]) -> None:
+    """Wait for cancelled ``task`` to end, cancelling it again while it goes on: a driver may
+    swallow a cancellation (psycopg can turn one into a cancelled-query error), which must not
+    leave ``close`` waiting on a loop forever."""
+    while not task.done():
+        await asyncio.wait({task}, timeout=1.0)
+        if not task.done():
+            task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        task.result()

@@ -14,6 +14,7 @@ turns those into DEBUG records for queuey's pools.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import weakref
@@ -126,7 +127,17 @@ class Outage:
         try:
             result = await statement
         except BackendError as exc:
+            if _cancelling():
+                # psycopg may turn the task's cancellation into a database error (the query
+                # cancelled on the server): the cancellation wins, or the loop never stops.
+                raise asyncio.CancelledError from None
             self.failed(exc)
             return None
         self.recovered()
         return result
+
+
+def _cancelling() -> bool:
+    """Whether the running task has a cancellation pending (``Task.cancelling``)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
