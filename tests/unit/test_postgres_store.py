@@ -53,12 +53,22 @@ CLAIM = {
     "position": 3,
     "redeliveries": 1,
     "waited": 0.25,
+    "due_in": None,
 }
 
 
 def claim(names: Sequence[str], config: QueueConfig) -> Claim:
     make = claim_rows(config)(FakeCursor(names))  # type: ignore[arg-type]
-    return make([CLAIM[name] for name in names])
+    row, due = make([CLAIM[name] for name in names])
+    assert row is not None and due is None
+    return row
+
+
+def test_the_row_of_a_claim_that_took_nothing_carries_only_the_due_time() -> None:
+    names = list(CLAIM)
+    make = claim_rows(QueueConfig("q"))(FakeCursor(names))  # type: ignore[arg-type]
+    values = {name: None for name in names} | {"due_in": 2.5}
+    assert make([values[name] for name in names]) == (None, 2.5)
 
 
 @pytest.mark.parametrize("order", [list(CLAIM), sorted(CLAIM), list(reversed(CLAIM))])

@@ -302,6 +302,50 @@ async def test_the_claim_uses_the_partial_index_beside_many_done_rows(
     assert scanned and all(node["Actual Rows"] <= 20 for node in scanned)
 
 
+async def test_a_short_claim_finds_the_next_due_row_without_scanning_the_later_rows(
+    backend: PostgresBackend, database_url: str
+) -> None:
+    """The claim that takes fewer rows than asked also says when the next row falls due; it
+    finds it by one probe per priority present, not by reading the 100,000 rows due later."""
+    schema = backend.statements.schema
+    await execute(
+        database_url,
+        sql.SQL(
+            "INSERT INTO {} (id, kind, queue, job_type, payload, priority, available_at) "
+            "SELECT gen_random_uuid(), 'job', 'pg.fast', 'pg.Ping', '{{}}', g %% 3, "
+            "now() + interval '1 hour' + g * interval '1 s' FROM generate_series(1, 100000) g"
+        ).format(table(schema)),
+    )
+    producer = await Producer.create(PgQueues, backend)
+    await producer.enqueue_many([Ping(n=n) for n in range(5)])
+    await execute(database_url, sql.SQL("ANALYZE {}").format(table(schema)))
+    params = {
+        "kind": "job",
+        "queue": "pg.fast",
+        "limit": 10,
+        "owner": "x",
+        "lease": 30.0,
+        "job_types": None,
+    }
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        claim = backend.statements["claim"]
+        cursor = await conn.execute(claim, params)
+        rows = await cursor.fetchall()
+        await conn.rollback()
+        cursor = await conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + claim, params)
+        plan = json.loads(json.dumps((await cursor.fetchone())[0]))  # type: ignore[index]
+        await conn.rollback()
+    assert len(rows) == 5
+    due_in = rows[0][-1]
+    assert 3500 < due_in < 3602  # the first later row: an hour and a second after the insert
+    scanned = [
+        node for node in _nodes(plan[0]["Plan"]) if node.get("Index Name") == "queue_message_claim"
+    ]
+    assert scanned
+    read = sum(node["Actual Rows"] * node.get("Actual Loops", 1) for node in scanned)
+    assert read < 100, f"{read} index entries read for one claim"
+
+
 def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     found = [plan]
     for child in plan.get("Plans", []):

@@ -435,9 +435,10 @@ class PostgresBackend:
         """Claim up to ``limit`` due rows of ``config``'s queue outside any consumer, as
         ``(row id, envelope, suspect)``; ``None`` if the database failed. The rows are held
         (their leases extended) until settled or the backend closes."""
-        claims = await self._outage.attempt(self._store.claim(config, limit))
-        if claims is None:
+        claimed = await self._outage.attempt(self._store.claim(config, limit))
+        if claimed is None:
             return None
+        claims = claimed.claims
         self._completer.hold(claim.row_id for claim in claims)
         return [(claim.row_id, claim.envelope, claim.suspect) for claim in claims]
 

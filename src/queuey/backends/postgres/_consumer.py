@@ -10,8 +10,8 @@ is never claimed to wait in this process behind a slow job (while another worker
 worker that dies holds only rows it had started, the only ones charged a lost lease.
 
 It waits for a notification, the poll interval, or the next due row, whichever comes first;
-when that row falls due is asked only after what a short claim brought has been handed out, so
-that round trip never delays a delivery. Outcomes go through the backend's ``Completer`` (acks
+a short claim says when that row falls due in the same statement, so a wake-up costs one round
+trip. Outcomes go through the backend's ``Completer`` (acks
 many per statement). Database errors never escape ``next``: they are logged once per outage
 and the consumer retries, so a database restart costs latency, not the worker.
 
@@ -275,7 +275,6 @@ class PgConsumer:
         self._event = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
         self._suspect: PgDelivery | None = None
-        self._due_unknown = False
         self._slots: Slots | None = None
         self._unwatch: Callable[[], None] | None = None
         # Half the prefetch per claim: the next claim is on the wire while the handlers of the
@@ -331,9 +330,6 @@ class PgConsumer:
             if self._maybe_more and free > 0 and self._suspect is None:
                 if await self._claim_for_slots(min(free, self._claim_batch)):
                     continue
-            if self._due_unknown:
-                await self._schedule_due()
-                continue
             await self._wait()
 
     async def _claim_for_slots(self, limit: int) -> bool:
@@ -358,11 +354,12 @@ class PgConsumer:
         self._event.clear()
         pokes = self._pokes
         links = self._links
-        claims = await links.outage.attempt(links.store.claim(self.config, limit))
-        if claims is None:  # the database is down: retry soon, or on reconnect
+        claimed = await links.outage.attempt(links.store.claim(self.config, limit))
+        if claimed is None:  # the database is down: retry soon, or on reconnect
             self._maybe_more = self._pokes != pokes
             self.wake_after(min(1.0, links.poll_interval))
             return 0
+        claims = claimed.claims
         self._unsettled += len(claims)
         self.completer.hold([claim.envelope.job_id for claim in claims])
         for claim in claims:
@@ -373,17 +370,9 @@ class PgConsumer:
         if len(claims) < limit:
             # A notification that arrived during the claim may be for a row it did not see.
             self._maybe_more = self._pokes != pokes
-            # When the next row falls due is asked only once what was claimed is handed out:
-            # the round trip then overlaps the handlers instead of delaying them.
-            self._due_unknown = True
+            if claimed.due_in is not None:
+                self.wake_after(claimed.due_in)
         return len(claims)
-
-    async def _schedule_due(self) -> None:
-        self._due_unknown = False
-        links = self._links
-        due = await links.outage.attempt(links.store.next_due(self.config))
-        if due is not None:
-            self.wake_after(due)
 
     async def _wait(self) -> None:
         try:

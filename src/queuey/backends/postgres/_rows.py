@@ -24,6 +24,8 @@ from queuey.queues import QueueConfig
 
 __all__ = [
     "Claim",
+    "ClaimRow",
+    "Claimed",
     "DeadRow",
     "Enqueued",
     "FirstUse",
@@ -57,6 +59,16 @@ class Claim:
     def suspect(self) -> bool:
         """The row already lost a lease: it may kill its worker (it is claimed alone)."""
         return self.envelope.redeliveries > 0
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """What one claim statement brought: the rows it took, in claim order, and, when it took
+    fewer than it asked for, the seconds until the queue's next row falls due (``None``: a full
+    claim, nothing scheduled, or the queue paused; 0 when one is due now)."""
+
+    claims: list[Claim]
+    due_in: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +216,7 @@ _CLAIM_COLUMNS = (
     "position",
     "redeliveries",
     "waited",
+    "due_in",
 )
 
 
@@ -223,9 +236,15 @@ def _columns(cursor: psycopg.AsyncCursor[Any], wanted: Sequence[str]) -> list[in
     return [index[name] for name in wanted]
 
 
-def claim_rows(config: QueueConfig) -> AsyncRowFactory[Claim]:
+ClaimRow = tuple[Claim | None, float | None]
+"""One row of the ``claim`` statement: the row claimed (``None`` on the one row of a claim that
+took nothing) and ``due_in``, the seconds until the queue's next row falls due as the statement
+reports it (``None`` on a full claim or when nothing is scheduled)."""
+
+
+def claim_rows(config: QueueConfig) -> AsyncRowFactory[ClaimRow]:
     """The row factory of the ``claim`` statement for ``config``'s queue: each row becomes a
-    ``Claim`` whose envelope names the queue and its kind."""
+    ``Claim`` whose envelope names the queue and its kind, with the statement's ``due_in``."""
     queue, kind = config.name, config.kind
     trusted = Envelope.trusted
     loads = json.loads
@@ -235,9 +254,12 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[Claim]:
         if at is None:
             return no_result
         i_id, i_type, i_attempts, i_deferrals, i_priority, i_payload = at[:6]
-        i_headers, i_by, i_ms, i_position, i_redeliveries, i_waited = at[6:]
+        i_headers, i_by, i_ms, i_position, i_redeliveries, i_waited, i_due = at[6:]
 
-        def make(values: Sequence[Any]) -> Claim:
+        def make(values: Sequence[Any]) -> ClaimRow:
+            row_id = values[i_id]
+            if row_id is None:  # the claim took nothing: only due_in is told
+                return None, values[i_due]
             raw = values[i_headers]  # json text, NULL when empty
             headers = loads(raw) if raw else {}
             if published_by := values[i_by]:
@@ -245,7 +267,7 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[Claim]:
             attempts = values[i_attempts]
             # every value comes typed from the table's columns: no validation per job
             envelope = trusted(
-                values[i_id],
+                row_id,
                 values[i_type],
                 queue,
                 attempts if attempts > 1 else 1,
@@ -257,7 +279,7 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[Claim]:
                 kind,
                 values[i_redeliveries],
             )
-            return Claim(envelope, values[i_position], values[i_waited])
+            return Claim(envelope, values[i_position], values[i_waited]), values[i_due]
 
         return make
 

@@ -34,7 +34,7 @@ from queuey.backends.postgres._errors import (
 )
 from queuey.backends.postgres._pool import Connection, Connections, Lent
 from queuey.backends.postgres._rows import (
-    Claim,
+    Claimed,
     DeadRow,
     Enqueued,
     FailedRow,
@@ -294,9 +294,10 @@ class Store:
 
     # -- claim and settle ----------------------------------------------------------------------
 
-    async def claim(self, config: QueueConfig, limit: int) -> list[Claim]:
+    async def claim(self, config: QueueConfig, limit: int) -> Claimed:
         """``claim``: take up to ``limit`` due rows of ``config``'s queue (of its job types) for
-        ``lease`` seconds; returned in claim order (priority, due time, insertion)."""
+        ``lease`` seconds; returned in claim order (priority, due time, insertion). A short
+        claim also tells, in the same round trip, when the queue's next row falls due."""
         params = {
             "kind": config.kind,
             "queue": config.name,
@@ -305,16 +306,11 @@ class Store:
             "lease": self.lease,
             "job_types": _job_types(config),
         }
-        claims = await self._fetch("claim", params, claim_rows(config), BACKGROUND_TIMEOUT)
+        rows = await self._fetch("claim", params, claim_rows(config), BACKGROUND_TIMEOUT)
+        claims = [claim for claim, _ in rows if claim is not None]
         claims.sort(key=_IN_CLAIM_ORDER)
-        return claims
-
-    async def next_due(self, config: QueueConfig) -> float | None:
-        """``next_due``: seconds until the next pending row of ``config``'s queue is due (0 when
-        one is due now), ``None`` when there is none."""
-        params = {"kind": config.kind, "queue": config.name, "job_types": _job_types(config)}
-        (due,) = await self._fetch("next_due", params, scalar_row, BACKGROUND_TIMEOUT)
-        return None if due is None else max(0.0, float(due))
+        due = rows[0][1] if rows else None
+        return Claimed(claims, None if due is None else max(0.0, float(due)))
 
     async def ack(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
         """``ack``: record the success of each run (``ids[i]``, ``attempts[i]``) this owner

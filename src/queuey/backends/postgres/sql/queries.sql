@@ -192,7 +192,15 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 -- before this claim (seconds: the scheduling lag the metrics report). Columns are named for the row
 -- factory that decodes them (_rows.py), which finds each by name. A queue an operator paused
 -- ({paused}, migration 0004: the dashboard's pause) yields nothing, for every worker at once.
-WITH picked AS (
+--
+-- A short claim (fewer rows than the limit) also says when the queue's next row falls due, so
+-- a wake-up costs one round trip: due_in, seconds from now, on every row (NULL on a full claim,
+-- when no row is scheduled for later, or while the queue is paused). The statement then returns
+-- one row whose id is NULL when it claimed nothing. The rows this claim takes are still pending
+-- in its snapshot (due now), hence only rows due later count. The next due time is found per
+-- priority present (a loose index scan over the claim index: one probe per priority), so its
+-- cost does not grow with the rows waiting.
+WITH RECURSIVE picked AS (
     SELECT id, redeliveries, priority, available_at, seq FROM {table}
     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
       AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
@@ -207,17 +215,40 @@ WITH picked AS (
            count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
     FROM picked
     WINDOW w AS (ORDER BY priority DESC, available_at, seq)
+), claimed AS (
+    UPDATE {table} AS m
+    SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
+        claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8),
+        unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL ELSE m.unique_key END
+    FROM ranked
+    WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
+    RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority, m.payload,
+              nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
+              ranked.position, m.redeliveries,
+              greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
+), priorities (priority) AS (
+    (SELECT priority FROM {table}
+     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+     ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT t.priority FROM {table} AS t
+            WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+              AND t.priority < p.priority
+            ORDER BY t.priority DESC LIMIT 1)
+    FROM priorities AS p WHERE p.priority IS NOT NULL
+), due AS (
+    SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
+                 AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
+           THEN (SELECT extract(epoch FROM min(
+                    (SELECT t.available_at FROM {table} AS t
+                     WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+                       AND t.priority = p.priority AND t.available_at > now()
+                       AND (%(job_types)s::text[] IS NULL OR t.job_type = ANY(%(job_types)s::text[]))
+                     ORDER BY t.available_at LIMIT 1)) - now())::float8
+                 FROM priorities AS p WHERE p.priority IS NOT NULL)
+           END AS due_in
 )
-UPDATE {table} AS m
-SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
-    claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8),
-    unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL ELSE m.unique_key END
-FROM ranked
-WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
-RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority, m.payload,
-          nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
-          ranked.position, m.redeliveries,
-          greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited;
+SELECT claimed.*, due.due_in FROM due LEFT JOIN claimed ON true;
 
 -- name: release
 -- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
@@ -332,15 +363,6 @@ DELETE FROM {table}
 WHERE id IN (SELECT id FROM {table}
              WHERE status = 'done' AND processed_at < now() - make_interval(secs => %(retain)s::float8)
              LIMIT %(limit)s);
-
--- name: next_due
--- Seconds until the next pending row of a queue becomes due (NULL when none, or while the
--- queue is paused: its consumers then wait for a notification or their poll).
-SELECT extract(epoch FROM min(available_at) - now())::float8 AS due_in
-FROM {table}
-WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-  AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
-  AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s);
 
 -- name: count_pending
 -- Rows of a queue due now.
