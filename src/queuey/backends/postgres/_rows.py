@@ -249,7 +249,7 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[ClaimRow]:
     trusted = Envelope.trusted
     loads = json.loads
 
-    def factory(cursor: psycopg.AsyncCursor[Any]) -> RowMaker[Claim]:
+    def factory(cursor: psycopg.AsyncCursor[Any]) -> RowMaker[ClaimRow]:
         at = _columns(cursor, _CLAIM_COLUMNS)
         if at is None:
             return no_result
