@@ -4,13 +4,16 @@ as ``Envelope(...)``, and ``new_job_ids`` the same kind of ids as ``new_job_id``
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 import uuid
 
 import pytest
 from pydantic import ValidationError
 
+from queuey._runtime.faces.job import job_context
 from queuey.envelope import Envelope, new_job_ids
+from queuey.jobs import JobContext
 
 FIELDS = {
     "job_id": "8d4f4a5e-0c7d-4b39-9d1e-2f0c3b4a5d6e",
@@ -50,3 +53,19 @@ def test_new_job_ids_are_distinct_version_4_uuids_in_canonical_form() -> None:
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
         assert str(parsed) == job_id
     assert new_job_ids(0) == []
+
+
+def test_a_job_context_built_on_the_hot_path_is_an_ordinary_job_context() -> None:
+    """``job_context`` skips the frozen dataclass's ``__init__``: the object must still hold
+    every field, compare and print like one built by hand, and stay frozen."""
+    envelope = Envelope(**FIELDS)
+    context = job_context(envelope, 5)
+    by_hand = JobContext(
+        **{f.name: getattr(context, f.name) for f in dataclasses.fields(JobContext)}
+    )
+    assert set(vars(context)) == {f.name for f in dataclasses.fields(JobContext)}
+    assert context == by_hand and repr(context) == repr(by_hand)
+    assert (context.attempt, context.max_attempts, context.headers) == (3, 5, FIELDS["headers"])
+    assert context.headers is not envelope.headers
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        context.attempt = 4  # type: ignore[misc]

@@ -4,6 +4,7 @@ error policy, storable texts, the waker, outages, and option validation."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from queuey.backends.postgres._errors import (
     translate,
 )
 from queuey.backends.postgres._outage import Outage
-from queuey.backends.postgres._rows import Claim, DeadRow, claim_rows
+from queuey.backends.postgres._rows import Claim, DeadRow, claim_rows, json_value
 from queuey.backends.postgres._wake import Waker
 from queuey.errors import BackendError, ConfigError
 from queuey.queues import QueueConfig
@@ -46,7 +47,7 @@ CLAIM = {
     "attempts": 0,
     "deferrals": 2,
     "priority": 7,
-    "payload": {"to": "a@b.c"},
+    "payload": '{"to": "a@b.c"}',
     "headers": '{"traceparent": "00-x"}',
     "published_by": "user-1",
     "enqueued_at_ms": 1_700_000_000_000,
@@ -215,3 +216,16 @@ async def test_a_cancellation_turned_into_a_database_error_still_cancels_the_loo
     if not stopped:
         task.cancel()  # the test's own clean-up; the assertion below has already failed
     assert stopped and task.cancelled()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"t": 1733050000.123456, "n": 123456789012345678901234567890}',
+        '{"a": [1, 2.5, null, true, {"b": "é\\n\\u00e9"}], "a": "last wins"}',
+        '"\\ud800 alone"',  # refused by the fast parser: json.loads decodes it
+        "1e400",
+    ],
+)
+def test_claimed_json_decodes_as_the_standard_library_does(text: str) -> None:
+    assert json_value(text) == json.loads(text)

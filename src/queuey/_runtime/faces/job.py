@@ -43,9 +43,14 @@ _ONE_ATTEMPT = RetryPolicy.none()
 
 def job_context(envelope: Envelope, max_attempts: int) -> JobContext:
     """The ``JobContext`` of a run of ``envelope`` (its age read on the wall clock now), with
-    the controls of the run in progress here (``run_scope``)."""
+    the controls of the run in progress here (``run_scope``).
+
+    Built without the dataclass's ``__init__`` (a frozen dataclass sets each of its twelve
+    fields through ``object.__setattr__``): the same object at a third of the cost, which
+    counts once per job. Every field is given here."""
     age_ms = max(0, time.time_ns() // 1_000_000 - envelope.enqueued_at_ms)
-    return JobContext(
+    context = _new(JobContext)
+    vars(context).update(
         job_id=envelope.job_id,
         job_type=envelope.job_type,
         queue=envelope.queue,
@@ -59,6 +64,10 @@ def job_context(envelope: Envelope, max_attempts: int) -> JobContext:
         redeliveries=envelope.redeliveries,
         run_scope=current_run(),
     )
+    return context
+
+
+_new = object.__new__
 
 
 class JobFace:

@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import AsyncRowFactory, RowMaker, no_result
+from pydantic_core import from_json
 
 from queuey.backends.base import QueueDepth
 from queuey.envelope import Envelope, Kind
@@ -26,6 +27,7 @@ __all__ = [
     "Claim",
     "ClaimRow",
     "Claimed",
+    "json_value",
     "DeadRow",
     "Enqueued",
     "FirstUse",
@@ -236,6 +238,17 @@ def _columns(cursor: psycopg.AsyncCursor[Any], wanted: Sequence[str]) -> list[in
     return [index[name] for name in wanted]
 
 
+def json_value(text: str) -> Any:
+    """The value of JSON ``text`` as PostgreSQL writes a ``jsonb`` out: parsed by
+    pydantic-core's parser (a tenth of the standard library's cost, which counts once per
+    claimed job), by ``json.loads`` for what that parser refuses (a lone surrogate escape, which
+    ``jsonb`` never holds). The same values either way: ``jsonb`` holds no NaN."""
+    try:
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
+
+
 ClaimRow = tuple[Claim | None, float | None]
 """One row of the ``claim`` statement: the row claimed (``None`` on the one row of a claim that
 took nothing) and ``due_in``, the seconds until the queue's next row falls due as the statement
@@ -247,7 +260,7 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[ClaimRow]:
     ``Claim`` whose envelope names the queue and its kind, with the statement's ``due_in``."""
     queue, kind = config.name, config.kind
     trusted = Envelope.trusted
-    loads = json.loads
+    loads = json_value
 
     def factory(cursor: psycopg.AsyncCursor[Any]) -> RowMaker[ClaimRow]:
         at = _columns(cursor, _CLAIM_COLUMNS)
@@ -274,7 +287,7 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[ClaimRow]:
                 values[i_ms],
                 values[i_deferrals],
                 values[i_priority],
-                values[i_payload],
+                loads(values[i_payload]),
                 headers,
                 kind,
                 values[i_redeliveries],

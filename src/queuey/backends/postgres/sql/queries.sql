@@ -188,7 +188,8 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 -- a clean batch stops before it, so a poisoned job cannot drag innocent rows into its crashes.
 -- A unique job whose refused states leave out running releases its key here (a plain row's is
 -- NULL already). Rows come back with their position in claim order (UPDATE … RETURNING has no order of its
--- own) and with empty headers as NULL (nothing to decode); waited is how long the row was due
+-- own), the payload as JSON text (decoded by the row factory's faster parser) and with empty
+-- headers as NULL (nothing to decode); waited is how long the row was due
 -- before this claim (seconds: the scheduling lag the metrics report). Columns are named for the row
 -- factory that decodes them (_rows.py), which finds each by name. A queue an operator paused
 -- ({paused}, migration 0004: the dashboard's pause) yields nothing, for every worker at once.
@@ -222,8 +223,8 @@ WITH RECURSIVE picked AS (
         unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL ELSE m.unique_key END
     FROM ranked
     WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
-    RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority, m.payload,
-              nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
+    RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority,
+              m.payload::text AS payload, nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
               ranked.position, m.redeliveries,
               greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
 ), priorities (priority) AS (
