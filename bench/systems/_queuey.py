@@ -14,6 +14,7 @@ from typing import Any
 from bench.systems import Tally
 from bench.systems._env import SUFFIX
 from queuey import Job, JobContext, Producer, Queue, QueueSet, Worker
+from queuey._runtime.heap import freeze_heap  # what the CLI does at start-up
 from queuey.backends.base import Backend
 
 __all__ = ["PREFETCH", "BenchQueues", "Noop", "QueueyBench"]
@@ -117,6 +118,7 @@ class QueueyBench:
             async def noop(job: Noop, ctx: JobContext) -> None:
                 tally.hit(job.t)
 
+            freeze_heap()  # as `queuey worker` does once everything is imported
             ready()
             running = asyncio.create_task(worker.run())
             await tally.done.wait()

@@ -49,6 +49,7 @@ class QueueyPostgres(QueueyBench):
             "concurrency": "default (= prefetch)",
             "notify": True,
             "handler": "async def, no-op",
+            "gc": "start-up heap frozen (gc.freeze), as queuey worker does",
         }
 
     def open_backend(self) -> AbstractAsyncContextManager[Backend]:

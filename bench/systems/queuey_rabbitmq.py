@@ -28,6 +28,7 @@ class QueueyRabbitmq(QueueyBench):
             "publisher_confirms": True,
             "delivery_mode": "persistent",
             "handler": "async def, no-op",
+            "gc": "start-up heap frozen (gc.freeze), as queuey worker does",
         }
 
     def open_backend(self) -> AbstractAsyncContextManager[Backend]:

@@ -69,31 +69,25 @@ class Cancellation(Middleware):
         """
         request = delivery.cancel_requested
         token = CURRENT_RUN.set(RunScope(request, delivery.transaction))
+        task = asyncio.current_task()
         try:
-            if request is None:
+            if request is None or task is None:
                 return await call_next(delivery)
-            return await self._watched(delivery, call_next, request)
+            if request.done():  # cancelled between its claim and its run: do not start it
+                return Cancelled()
+            # one coroutine frame for both: this runs once per job
+            watch = _Watch(task, self.grace)
+            request.add_done_callback(watch.requested)
+            try:
+                outcome = await call_next(delivery)
+            except asyncio.CancelledError:
+                if not watch.fired:
+                    raise
+                task.uncancel()
+                return Cancelled()
+            finally:
+                request.remove_done_callback(watch.requested)
+                watch.stop()
+            return Cancelled() if request.done() else outcome
         finally:
             CURRENT_RUN.reset(token)
-
-    async def _watched(
-        self, delivery: Delivery, call_next: CallNext, request: asyncio.Future[None]
-    ) -> Outcome:
-        task = asyncio.current_task()
-        if request.done():  # cancelled between its claim and its run: do not start it
-            return Cancelled()
-        if task is None:  # pragma: no cover - always inside a task
-            return await call_next(delivery)
-        watch = _Watch(task, self.grace)
-        request.add_done_callback(watch.requested)
-        try:
-            outcome = await call_next(delivery)
-        except asyncio.CancelledError:
-            if not watch.fired:
-                raise
-            task.uncancel()
-            return Cancelled()
-        finally:
-            request.remove_done_callback(watch.requested)
-            watch.stop()
-        return Cancelled() if request.done() else outcome

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import click
 
 import queuey
+from queuey._runtime.heap import freeze_heap
 from queuey.errors import BackendError, QueueyError
 from queuey.secrets import RedactingFilter, redact, remember
 
@@ -178,7 +179,8 @@ async def run_until_signal(
 ) -> None:
     """Run ``start()`` until it returns. The first SIGINT or SIGTERM calls ``stop()`` (graceful);
     a second one calls ``stop(force=True)`` (running jobs are handed back). ``ready()`` (the
-    start-up line) is called once the signals are handled, before ``start()``."""
+    start-up line) is called once the signals are handled, before ``start()``. The start-up
+    heap is frozen first (``freeze_heap``): a long-running command's collections then skip it."""
     loop = asyncio.get_running_loop()
     received: list[int] = []
 
@@ -195,6 +197,7 @@ async def run_until_signal(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
+    freeze_heap()  # everything is imported: collections skip the start-up heap from now on
     try:
         if ready is not None:
             ready()
