@@ -3,11 +3,12 @@
 Seed ``001``'s shape (SEEDS-DIGEST §2.7), without its dispatch hop: one fetcher per queue
 hands each delivery its own task, run by the ``Process`` that ``bind`` made for its queue (the
 runner's, which settles it), and every delivery holds one of the worker's ``concurrency`` slots
-(``_runtime.slots``) until its task ends. A consumer that claims from a database takes its
-slots before it claims (``SlotAware``: it never claims more rows than there are free slots, so
-a claimed row always starts at once); for any other consumer the fetcher takes a slot once it
-holds a delivery, so an idle queue never holds a slot that a busy one needs, and waiting
-fetchers get slots in turn, so no queue starves another. A fetcher hands out everything its
+(``_runtime.slots``) until its handler has ended (the settle that follows holds none). A
+consumer that claims from a database takes its slots before it claims (``SlotAware``: it never
+claims more rows than there are free slots, so a claimed row always starts at once); for any
+other consumer the fetcher takes a slot once it holds a delivery, so an idle queue never holds
+a slot that a busy one needs, and waiting fetchers get slots in turn, so no queue starves
+another. A fetcher hands out everything its
 consumer has buffered without yielding to the event loop in between.
 
 Plain handlers run in the worker's ``HandlerThreads`` (daemon threads, ``concurrency`` of
@@ -35,7 +36,7 @@ from concurrent.futures import Executor
 from datetime import timedelta
 
 from queuey._outcome import describe
-from queuey._runtime.runner import Process
+from queuey._runtime.runner import Process, Ran
 from queuey._runtime.settle import give_up, release
 from queuey._runtime.slots import SlotAware, Slots
 from queuey._runtime.threads import HandlerThreads
@@ -46,9 +47,10 @@ __all__ = ["Bind", "ConsumeLoop", "first_of"]
 
 log = logging.getLogger("queuey.worker")
 
-Bind = Callable[[QueueConfig, Executor], Process]
-"""Makes the ``Process`` of one queue's deliveries, plain handlers running in the executor
-(``Runner.bind``); called once per consumer session."""
+Bind = Callable[[QueueConfig, Executor, Ran], Process]
+"""Makes the ``Process`` of one queue's deliveries, plain handlers running in the executor,
+telling ``Ran`` when a delivery's handler has ended (``Runner.bind``); called once per consumer
+session."""
 
 InThread = Callable[[Delivery], bool]
 """Whether a thread is running a plain handler for the delivery now (``Runner.in_thread``)."""
@@ -97,6 +99,7 @@ class ConsumeLoop:
         self._in_thread = in_thread or (lambda delivery: False)
         self._slots = Slots(concurrency)
         self._tasks: dict[asyncio.Task[None], Delivery] = {}
+        self._holding: set[int] = set()  # id() of the deliveries whose handler slot is held
 
     @property
     def in_flight(self) -> int:
@@ -173,7 +176,7 @@ class ConsumeLoop:
         return interrupted in done
 
     async def _fetch(self, consumer: Consumer, config: QueueConfig, executor: Executor) -> None:
-        process = self._bind(config, executor)
+        process = self._bind(config, executor, self._ran)
         holds_slots = False
         if isinstance(consumer, SlotAware):
             consumer.share_slots(self._slots)
@@ -187,11 +190,19 @@ class ConsumeLoop:
                 continue
             task = asyncio.create_task(_guarded(process, delivery))
             self._tasks[task] = delivery
+            self._holding.add(id(delivery))
             task.add_done_callback(self._done)
 
+    def _ran(self, delivery: Delivery) -> None:
+        """The delivery's handler has ended: its slot is free while its outcome is settled."""
+        if id(delivery) in self._holding:
+            self._holding.discard(id(delivery))
+            self._slots.give()
+
     def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.pop(task, None)
-        self._slots.give()
+        delivery = self._tasks.pop(task, None)
+        if delivery is not None:
+            self._ran(delivery)
         if not task.cancelled() and task.exception() is not None:
             log.error("delivery processing crashed", exc_info=task.exception())
 

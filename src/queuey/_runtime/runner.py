@@ -42,10 +42,14 @@ from queuey._runtime.threads import RunThreads
 from queuey.backends.base import Delivery
 from queuey.queues import QueueConfig
 
-__all__ = ["Process", "Runner"]
+__all__ = ["Process", "Ran", "Runner"]
 
 Process = Callable[[Delivery], Coroutine[Any, Any, None]]
 """Handles and settles one delivery of a bound queue; raises only ``CancelledError``."""
+
+Ran = Callable[[Delivery], None]
+"""Told that a delivery's handler has ended (its thread too) and its outcome is about to be
+settled: the worker frees the delivery's handler slot there, not once the settle has landed."""
 
 
 class Runner:
@@ -75,8 +79,10 @@ class Runner:
         run = self._runs.get(id(delivery))
         return run is not None and run.running
 
-    def bind(self, queue: QueueConfig, executor: Executor) -> Process:
-        """The ``Process`` of ``queue``'s deliveries, plain handlers running in ``executor``.
+    def bind(self, queue: QueueConfig, executor: Executor, ran: Ran | None = None) -> Process:
+        """The ``Process`` of ``queue``'s deliveries, plain handlers running in ``executor``;
+        ``ran(delivery)`` is called once a delivery's handler has ended (its thread too), before
+        its outcome is settled.
 
         The chain is built here, once per consumer session, not per delivery.
         """
@@ -90,7 +96,7 @@ class Runner:
             return face.failed(delivery.envelope, queue, error)
 
         chained = self.chain.wrap(call, failed)
-        return functools.partial(self._process, chained, failed, executor)
+        return functools.partial(self._process, chained, failed, executor, ran)
 
     def _threads(self, executor: Executor, delivery: Delivery) -> RunThreads:
         face = self._face
@@ -102,18 +108,26 @@ class Runner:
         return RunThreads(executor, describe, face.log)
 
     async def _process(
-        self, call: CallNext, failed: Failed, executor: Executor, delivery: Delivery
+        self,
+        call: CallNext,
+        failed: Failed,
+        executor: Executor,
+        ran: Ran | None,
+        delivery: Delivery,
     ) -> None:
         self._runs[id(delivery)] = self._threads(executor, delivery)
         try:
-            await self.process(call, failed, delivery)
+            await self.process(call, failed, delivery, ran)
         finally:
             del self._runs[id(delivery)]
 
-    async def process(self, call: CallNext, failed: Failed, delivery: Delivery) -> None:
+    async def process(
+        self, call: CallNext, failed: Failed, delivery: Delivery, ran: Ran | None = None
+    ) -> None:
         """Run ``delivery`` through ``call`` (the chain), settle the outcome and notify the
         chain; a run that raises (a bug: the chain turns a middleware's failure into an
-        outcome) is logged and decided by ``failed``.
+        outcome) is logged and decided by ``failed``. ``ran(delivery)`` is called between the
+        run's end (its handler thread's too) and the settle.
 
         Raises:
             CancelledError: the calling task was cancelled (the delivery was released, unless
@@ -130,6 +144,8 @@ class Runner:
             self._face.log.error("the run failed outside its handler", exc_info=exc, extra=fields)
             outcome = failed(delivery, exc)
         await self._thread_ended(delivery)
+        if ran is not None:
+            ran(delivery)
         await self._settle(delivery, outcome)
 
     async def _thread_ended(self, delivery: Delivery) -> None:

@@ -8,8 +8,10 @@ another worker idles (or is charged a lost lease when this worker dies). Other c
 out one delivery at a time, and the loop takes its slot after (``acquire``, first come first
 served).
 
-A slot is held until its delivery's task ends: a plain handler stuck past its timeout keeps its
-slot until its thread ends, so the worker claims less and never queues work behind it.
+A slot is held until its delivery's handler has ended (``Runner``'s ``ran``), not until its
+outcome is recorded: an ack in flight does not keep the next rows from being claimed. A plain
+handler stuck past its timeout keeps its slot until its thread ends, so the worker claims less
+and never queues work behind it.
 """
 
 from __future__ import annotations

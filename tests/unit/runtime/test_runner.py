@@ -209,3 +209,72 @@ def test_a_member_must_be_a_middleware_with_known_hooks() -> None:
         Chain([object()], face)  # type: ignore[list-item]
     with pytest.raises(ConfigError, match=r"Typo\.on_outcomes is not a hook"):
         Chain([Typo()], face)
+
+
+class SlowAck(FakeDelivery):
+    """A delivery whose ack lands only when ``landed`` is set (a batched ack in flight)."""
+
+    def __init__(self, envelope: Envelope, landed: asyncio.Event) -> None:
+        super().__init__(envelope)
+        self.landed = landed
+
+    async def ack(self) -> None:
+        self.calls.append("ack sent")
+        await self.landed.wait()
+        self.calls.append("ack landed")
+
+
+class ListConsumer:
+    """Hands out ``deliveries`` one by one, then waits until stopped."""
+
+    def __init__(self, deliveries: list[FakeDelivery]) -> None:
+        self.deliveries = deliveries
+        self.stopped = asyncio.Event()
+
+    async def next(self) -> Delivery | None:
+        if self.deliveries:
+            return self.deliveries.pop(0)
+        await self.stopped.wait()
+        return None
+
+    async def stop(self) -> None:
+        self.stopped.set()
+
+
+async def test_a_handler_slot_is_free_while_the_outcome_before_it_is_being_recorded() -> None:
+    """With one slot, the second job starts while the first one's ack is still in flight: the
+    slot is held by the handler, not by the settle after it (which would keep a database
+    worker from claiming while its acks are on the wire)."""
+    from queuey._runtime.loop import ConsumeLoop
+
+    landed = asyncio.Event()
+    started: list[str] = []
+
+    async def record(job: Step, ctx: JobContext) -> None:
+        started.append(job.action)
+
+    face = JobFace(RunQueues, None)
+    face.register(Step, record)
+    runner = Runner(face, [])
+    first, second = (
+        SlowAck(Envelope.new(Step.job_name(), RunQueues.work.name, {"action": name}), landed)
+        for name in ("first", "second")
+    )
+    consumer = ListConsumer([first, second])
+
+    class Backend:
+        def consumer(self, config: object) -> ListConsumer:
+            return consumer
+
+    loop = ConsumeLoop(Backend(), [RunQueues.work.config], runner.bind, concurrency=1)  # type: ignore[arg-type]
+    running = asyncio.create_task(loop.run())
+    for _ in range(100):
+        if started == ["first", "second"]:
+            break
+        await asyncio.sleep(0.01)
+    assert started == ["first", "second"]
+    assert first.calls == ["ack sent"]  # the first ack had not landed when the second began
+    landed.set()
+    loop.shutdown()
+    await asyncio.wait_for(running, 5)
+    assert first.calls == second.calls == ["ack sent", "ack landed"]

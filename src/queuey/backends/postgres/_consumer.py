@@ -1,6 +1,8 @@
 """The PostgreSQL consumer and delivery.
 
-A consumer claims up to ``prefetch - unsettled`` rows of its queue in one statement
+A consumer claims up to ``prefetch - unsettled`` rows of its queue in one statement (a row is
+unsettled until its run ends; one whose outcome is being recorded counts apart, up to another
+``prefetch``, so the next claim never waits for an ack statement to land)
 (``FOR UPDATE SKIP LOCKED``), at most half the prefetch at a time so that the next claim overlaps
 the handlers of the previous one, hands them out one by one, and claims again while claims come
 back full (drain: notifications coalesce). Under a worker it also claims no more rows than the
@@ -101,6 +103,7 @@ class PgDelivery:
         self._claim = claim
         self._cancel = consumer.cancellations.watch(claim.row_id)
         self._completed = False
+        self._settling = False
         self._freed = False
 
     @property
@@ -170,6 +173,7 @@ class PgDelivery:
 
     async def ack(self) -> None:
         envelope = self._claim.envelope
+        self._begin()
         try:
             if not self._completed:  # _fenced inlined: one coroutine frame less per job
                 await self._consumer.completer.ack(envelope.job_id, envelope.attempt)
@@ -182,7 +186,15 @@ class PgDelivery:
         """The handler stopped after a cancel: the row is already cancelled; free the slot."""
         self._done()
 
+    def _begin(self) -> None:
+        """The run has ended and its outcome is being settled: the row no longer counts
+        against the prefetch, only against the settles in flight (once)."""
+        if not self._settling:
+            self._settling = True
+            self._consumer.settling()
+
     def _done(self) -> None:
+        self._begin()
         self._consumer.completer.held.discard(self.row_id)
         self._consumer.cancellations.forget(self.row_id)
         if not self._freed:  # once, though a refused outcome may be followed by a dead letter
@@ -210,6 +222,7 @@ class PgDelivery:
 
     async def _reschedule(self, envelope: Envelope, delay: timedelta, error: str | None) -> None:
         self._check_not_completed()
+        self._begin()
         seconds = delay.total_seconds()
         consumer = self._consumer
         try:
@@ -231,6 +244,7 @@ class PgDelivery:
 
     async def dead_letter(self, reason: str) -> None:
         self._check_not_completed()
+        self._begin()
         try:
             await self._fenced(
                 self._consumer.completer.dead_letter(
@@ -242,6 +256,7 @@ class PgDelivery:
 
     async def release(self) -> None:
         self._check_not_completed()
+        self._begin()
         try:
             await self._consumer.completer.release(self.row_id, self._claim.envelope.attempt)
         finally:
@@ -270,7 +285,8 @@ class PgConsumer:
         self._links = links
         self.ttl = None if config.message_ttl is None else config.message_ttl.total_seconds()
         self._buffer: deque[PgDelivery] = deque()
-        self._unsettled = 0
+        self._unsettled = 0  # claimed rows whose run has not ended
+        self._settling = 0  # rows whose outcome is being recorded
         self._maybe_more = True
         self._pokes = 0
         self._stopped = False
@@ -313,9 +329,18 @@ class PgConsumer:
         if self._maybe_more:
             self._event.set()
 
+    def settling(self) -> None:
+        """A delivery's run has ended and its outcome is being recorded: it no longer counts
+        against the prefetch, so the next claim need not wait for that statement (an ack in
+        flight) to land."""
+        self._unsettled -= 1
+        self._settling += 1
+        if self._maybe_more:
+            self._event.set()
+
     def settled(self, delivery: PgDelivery) -> None:
         """A delivery of this consumer was settled: a slot is free."""
-        self._unsettled -= 1
+        self._settling -= 1
         if delivery is self._suspect:
             self._suspect = None
             self._maybe_more = True
@@ -328,7 +353,10 @@ class PgConsumer:
                 return self._buffer.popleft()
             if self._stopped:
                 return None
-            free = self.config.prefetch - self._unsettled
+            # At most ``prefetch`` rows whose run has not ended, and at most ``prefetch``
+            # more whose outcome is still being recorded (a database slow to take acks holds
+            # back the claims instead of piling settles up).
+            free = self.config.prefetch - max(self._unsettled, self._settling)
             if self._maybe_more and free > 0 and self._suspect is None:
                 if await self._claim_for_slots(min(free, self._claim_batch)):
                     continue
