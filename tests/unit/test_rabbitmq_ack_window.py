@@ -22,6 +22,11 @@ class FakeMessage:
         self.log.append((self.delivery_tag, multiple))
 
 
+def later(seconds: float = 5.0) -> float:
+    """A deadline ``seconds`` from now, in event-loop time."""
+    return asyncio.get_running_loop().time() + seconds
+
+
 def received(window: AckWindow, count: int) -> tuple[list[Any], list[tuple[int, bool]]]:
     log: list[tuple[int, bool]] = []
     messages = [FakeMessage(tag, log) for tag in range(1, count + 1)]
@@ -33,16 +38,16 @@ def received(window: AckWindow, count: int) -> tuple[list[Any], list[tuple[int, 
 async def test_acks_in_delivery_order_go_out_as_one_multiple_ack() -> None:
     window = AckWindow()
     messages, log = received(window, 5)
-    await asyncio.gather(*(window.ack(m) for m in messages))
+    await asyncio.gather(*(window.ack(m, later()) for m in messages))
     assert log == [(5, True)]
 
 
 async def test_a_delivery_still_handled_is_never_covered_by_a_multiple_ack() -> None:
     window = AckWindow()
     messages, log = received(window, 4)
-    await asyncio.gather(*(window.ack(m) for m in messages[1:]))  # tag 1 is still running
+    await asyncio.gather(*(window.ack(m, later()) for m in messages[1:]))  # tag 1 is still running
     assert sorted(log) == [(2, False), (3, False), (4, False)]
-    await window.ack(messages[0])
+    await window.ack(messages[0], later())
     assert log[-1] == (1, True)  # covers only tag 1: 2..4 were acked already
 
 
@@ -50,12 +55,35 @@ async def test_deliveries_settled_on_their_own_do_not_break_the_prefix() -> None
     window = AckWindow()
     messages, log = received(window, 3)
     window.settled(messages[1])  # e.g. nacked back to the queue at shutdown
-    await asyncio.gather(window.ack(messages[0]), window.ack(messages[2]))
+    await asyncio.gather(window.ack(messages[0], later()), window.ack(messages[2], later()))
     assert log == [(3, True)]
 
 
 async def test_an_untracked_message_is_acked_on_its_own() -> None:
     window = AckWindow()
     log: list[tuple[int, bool]] = []
-    await window.ack(cast(AbstractIncomingMessage, FakeMessage(9, log)))
+    await window.ack(cast(AbstractIncomingMessage, FakeMessage(9, log)), later())
     assert log == [(9, False)]
+
+
+class StuckMessage(FakeMessage):
+    """A message whose ack frame never goes out (a socket that no longer drains)."""
+
+    async def ack(self, multiple: bool = False) -> None:
+        await asyncio.Event().wait()
+
+
+async def test_acks_not_sent_by_their_deadline_fail_with_a_timeout_together() -> None:
+    window = AckWindow()
+    log: list[tuple[int, bool]] = []
+    messages = [StuckMessage(tag, log) for tag in (1, 2, 3)]
+    for message in messages:
+        window.received(cast(AbstractIncomingMessage, message))
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    results = await asyncio.gather(
+        *(window.ack(cast(AbstractIncomingMessage, m), later(0.2)) for m in messages),
+        return_exceptions=True,
+    )
+    assert all(isinstance(result, TimeoutError) for result in results)
+    assert loop.time() - began < 2.0  # bounded by the deadline, not by the stuck frame

@@ -9,6 +9,10 @@ highest tag of that prefix that waits for an ack: RabbitMQ then acknowledges eve
 delivery up to that tag, and the prefix holds no delivery still out, so nothing unhandled is
 ever acknowledged. An ack that the prefix cannot cover (a lower delivery is still being
 handled) is sent on its own in the same iteration, so a slow job never holds back the others.
+
+Each ack carries the deadline of its settle (``publish_timeout`` from its start); a frame is
+sent within the earliest deadline of the acks it carries, or they all fail with
+``TimeoutError``: one timer per frame, not one per ack.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class _Entry:
     message: AbstractIncomingMessage
     state: int = _OUT
     future: asyncio.Future[None] | None = None
+    deadline: float = 0.0
 
 
 class AckWindow:
@@ -52,17 +57,21 @@ class AckWindow:
             entry.state = _SETTLED
             self._drop_settled_prefix()
 
-    async def ack(self, message: AbstractIncomingMessage) -> None:
-        """Acknowledge ``message``, coalesced with the other acks of this iteration.
+    async def ack(self, message: AbstractIncomingMessage, deadline: float) -> None:
+        """Acknowledge ``message``, coalesced with the other acks of this iteration, by
+        ``deadline`` (event-loop time).
 
         Raises:
+            TimeoutError: the ack was not sent by ``deadline``.
             Exception: whatever the channel raised while sending the ack.
         """
         entry = self._tags.get(message.delivery_tag or -1)
         if entry is None or entry.state != _OUT:  # not tracked here: ack it on its own
-            await message.ack()
+            async with asyncio.timeout_at(deadline):
+                await message.ack()
             return
         entry.state = _ACK
+        entry.deadline = deadline
         entry.future = asyncio.get_running_loop().create_future()
         if self._flushing is None or self._flushing.done():
             self._flushing = asyncio.create_task(self._flush())
@@ -100,7 +109,8 @@ class AckWindow:
 
 async def _send(ack: Awaitable[None], entries: list[_Entry]) -> None:
     try:
-        await ack
+        async with asyncio.timeout_at(min(entry.deadline for entry in entries)):
+            await ack
     except Exception as exc:
         for entry in entries:
             if entry.future is not None and not entry.future.done():

@@ -185,7 +185,7 @@ class Link:
                 with translated(what, self._password):
                     yield
         except TimeoutError:
-            raise self._unreachable(what) from None
+            raise self.unreachable(what) from None
 
     async def publish(self, routing_key: str, message: AbstractMessage, deadline: float) -> None:
         """Publish ``message`` to the default exchange, mandatory, and wait for the confirm,
@@ -240,7 +240,14 @@ class Link:
         connection = self._connection
         return connection is not None and _alive(connection)
 
-    def _unreachable(self, what: str) -> BackendError:
+    def translating(self, what: str) -> contextlib.AbstractContextManager[None]:
+        """A block whose driver or socket failures become ``BackendError`` (``what`` first),
+        the password blanked out, without a deadline of its own (see ``bounded``)."""
+        return translated(what, self._password)
+
+    def unreachable(self, what: str) -> BackendError:
+        """The error of ``what`` not done within ``publish_timeout``: the broker is
+        unreachable (or, while reconnecting, not connected)."""
         limit = f"{self._publish_timeout:g}s"
         if self.connected:
             why = f"no answer within {limit} (publish_timeout)"

@@ -194,9 +194,12 @@ class RabbitMqDelivery:
                 await self._publish(routing_key, message, hold, deadline)
                 async with router.bounded(acking, deadline):
                     await self._message.ack()
-            else:
-                async with router.bounded(acking, deadline):
-                    await self._window.ack(self._message)  # coalesced with its neighbours
+            else:  # coalesced with its neighbours; the window bounds each flush by deadline
+                with router.translating(acking):
+                    try:
+                        await self._window.ack(self._message, deadline)
+                    except TimeoutError:
+                        raise router.unreachable(acking) from None
         finally:
             self._window.settled(self._message)
             await self._origin.settled()

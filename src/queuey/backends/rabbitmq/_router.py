@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -47,7 +47,7 @@ from queuey.backends.rabbitmq._topology import (
 )
 from queuey.backends.rabbitmq._wire import envelope_message
 from queuey.envelope import Envelope, Kind
-from queuey.errors import UnknownQueueError
+from queuey.errors import BackendError, UnknownQueueError
 from queuey.queues import QueueConfig
 
 __all__ = ["PIPELINE", "Hold", "Router"]
@@ -158,6 +158,14 @@ class Router:
     def bounded(self, what: str, deadline: float) -> AbstractAsyncContextManager[None]:
         """Run a block by ``deadline`` (see ``Link.bounded``)."""
         return self._link.bounded(what, deadline)
+
+    def translating(self, what: str) -> AbstractContextManager[None]:
+        """A block whose driver failures are translated (see ``Link.translating``)."""
+        return self._link.translating(what)
+
+    def unreachable(self, what: str) -> BackendError:
+        """The error of ``what`` past ``publish_timeout`` (see ``Link.unreachable``)."""
+        return self._link.unreachable(what)
 
     async def send(
         self,
