@@ -79,10 +79,16 @@ def pgbench_script() -> str:
         },
     )
     ack = _statement("ack", {"ids": ":ids", "attempts": ":attempts", "owner": owner})
+    # The claim is a WITH … SELECT whose last SELECT returns the rows (and the next due time);
+    # the same statement with that SELECT aggregating the ids and attempts for \gset.
+    body, last, _ = claim.rpartition("SELECT claimed.*")
+    if not last:
+        raise RuntimeError("the claim statement no longer ends with SELECT claimed.*")
     return (
-        f"WITH claimed AS (\n{claim}\n)\n"
-        "SELECT coalesce(array_agg(id), '{}') AS ids,"
-        " coalesce(array_agg(attempts), '{}') AS attempts FROM claimed\n"
+        f"{body}"
+        "SELECT coalesce(array_agg(claimed.id) FILTER (WHERE claimed.id IS NOT NULL), '{}')"
+        " AS ids, coalesce(array_agg(claimed.attempts) FILTER (WHERE claimed.id IS NOT NULL),"
+        " '{}') AS attempts, min(due.due_in) AS due_in FROM due LEFT JOIN claimed ON true\n"
         "\\gset\n"
         f"{ack};\n"
     )
