@@ -8,8 +8,8 @@ consumer that claims from a database takes its slots before it claims (``SlotAwa
 claims more rows than there are free slots, so a claimed row always starts at once); for any
 other consumer the fetcher takes a slot once it holds a delivery, so an idle queue never holds
 a slot that a busy one needs, and waiting fetchers get slots in turn, so no queue starves
-another. A fetcher hands out everything its
-consumer has buffered without yielding to the event loop in between.
+another. A fetcher hands out everything its consumer has buffered without yielding to the
+event loop in between.
 
 Plain handlers run in the worker's ``HandlerThreads`` (daemon threads, ``concurrency`` of
 them: never more threads than slots, so a handler never waits for a thread).

@@ -279,19 +279,8 @@ async def test_the_claim_uses_the_partial_index_beside_many_done_rows(
     producer = await Producer.create(PgQueues, backend)
     await producer.enqueue_many([Ping(n=n) for n in range(20)])
     await execute(database_url, sql.SQL("ANALYZE {}").format(table(schema)))
-    params = {
-        "kind": "job",
-        "queue": "pg.fast",
-        "limit": 10,
-        "owner": "x",
-        "lease": 30.0,
-        "job_types": None,
-    }
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
-        claim = backend.statements["claim"]
-        cursor = await conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + claim, params)
-        plan = json.dumps((await cursor.fetchone())[0])  # type: ignore[index]
-        await conn.rollback()
+        plan = json.dumps(await _explained_claim(conn, backend))
     assert "queue_message_claim" in plan
     assert "Seq Scan" not in plan
     scanned = [
@@ -319,22 +308,11 @@ async def test_a_short_claim_finds_the_next_due_row_without_scanning_the_later_r
     producer = await Producer.create(PgQueues, backend)
     await producer.enqueue_many([Ping(n=n) for n in range(5)])
     await execute(database_url, sql.SQL("ANALYZE {}").format(table(schema)))
-    params = {
-        "kind": "job",
-        "queue": "pg.fast",
-        "limit": 10,
-        "owner": "x",
-        "lease": 30.0,
-        "job_types": None,
-    }
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
-        claim = backend.statements["claim"]
-        cursor = await conn.execute(claim, params)
+        cursor = await conn.execute(backend.statements["claim"], _CLAIM_PARAMS)
         rows = await cursor.fetchall()
         await conn.rollback()
-        cursor = await conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + claim, params)
-        plan = json.loads(json.dumps((await cursor.fetchone())[0]))  # type: ignore[index]
-        await conn.rollback()
+        plan = await _explained_claim(conn, backend)
     assert len(rows) == 5
     due_in = rows[0][-1]
     assert 3500 < due_in < 3602  # the first later row: an hour and a second after the insert
@@ -344,6 +322,26 @@ async def test_a_short_claim_finds_the_next_due_row_without_scanning_the_later_r
     assert scanned
     read = sum(node["Actual Rows"] * node.get("Actual Loops", 1) for node in scanned)
     assert read < 100, f"{read} index entries read for one claim"
+
+
+_CLAIM_PARAMS = {
+    "kind": "job",
+    "queue": "pg.fast",
+    "limit": 10,
+    "owner": "x",
+    "lease": 30.0,
+    "job_types": None,
+}
+"""A claim of up to 10 rows of ``pg.fast``, as a worker sends it."""
+
+
+async def _explained_claim(conn: psycopg.AsyncConnection[Any], backend: PostgresBackend) -> Any:
+    """``EXPLAIN (ANALYZE, FORMAT JSON)`` of the claim (``_CLAIM_PARAMS``), rolled back."""
+    explain = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + backend.statements["claim"]
+    cursor = await conn.execute(explain, _CLAIM_PARAMS)
+    plan = (await cursor.fetchone())[0]  # type: ignore[index]
+    await conn.rollback()
+    return plan
 
 
 def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,9 +1,9 @@
 """The PostgreSQL consumer and delivery.
 
-A consumer claims up to ``prefetch - unsettled`` rows of its queue in one statement (a row is
-unsettled until its run ends; one whose outcome is being recorded counts apart, up to another
-``prefetch``, so the next claim never waits for an ack statement to land)
-(``FOR UPDATE SKIP LOCKED``), at most half the prefetch at a time so that the next claim overlaps
+A consumer claims up to ``prefetch - unsettled`` rows of its queue in one statement
+(``FOR UPDATE SKIP LOCKED``; a row is unsettled until its run ends, and one whose outcome is
+being recorded counts apart, up to another ``prefetch``, so the next claim never waits for an
+ack statement to land), at most half the prefetch at a time so that the next claim overlaps
 the handlers of the previous one, hands them out one by one, and claims again while claims come
 back full (drain: notifications coalesce). Under a worker it also claims no more rows than the
 worker has free handler slots (``share_slots``): it takes the slots before the claim and gives
@@ -13,9 +13,9 @@ worker that dies holds only rows it had started, the only ones charged a lost le
 
 It waits for a notification, the poll interval, or the next due row, whichever comes first;
 a short claim says when that row falls due in the same statement, so a wake-up costs one round
-trip. Outcomes go through the backend's ``Completer`` (acks
-many per statement). Database errors never escape ``next``: they are logged once per outage
-and the consumer retries, so a database restart costs latency, not the worker.
+trip. Outcomes go through the backend's ``Completer`` (acks many per statement). Database
+errors never escape ``next``: they are logged once per outage and the consumer retries, so a
+database restart costs latency, not the worker.
 
 A consumer depends on the store, the completer, the waker and the outage record it is given
 (``ConsumerLinks``), never on the backend.
