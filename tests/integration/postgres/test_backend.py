@@ -324,6 +324,27 @@ async def test_a_short_claim_finds_the_next_due_row_without_scanning_the_later_r
     assert read < 100, f"{read} index entries read for one claim"
 
 
+async def test_the_claim_alone_commits_without_waiting_for_the_disk(
+    backend: PostgresBackend, database_url: str
+) -> None:
+    """A full claim, a short one and an empty one turn ``synchronous_commit`` off for their
+    own transaction; the connection (a pooled one, which a handler's transaction may borrow
+    next) keeps durable commits."""
+    producer = await Producer.create(PgQueues, backend)
+    await producer.enqueue_many([Ping(n=n) for n in range(3)])
+    show = "SELECT current_setting('synchronous_commit')"
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        for limit in (2, 10, 10):  # full, short (one left), empty
+            await conn.execute(backend.statements["claim"], {**_CLAIM_PARAMS, "limit": limit})
+            assert (await (await conn.execute(show)).fetchone()) == ("off",)
+            await conn.commit()
+            assert (await (await conn.execute(show)).fetchone()) == ("on",)
+            await conn.commit()
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute(backend.statements["claim"], _CLAIM_PARAMS)
+        assert (await (await conn.execute(show)).fetchone()) == ("on",)
+
+
 _CLAIM_PARAMS = {
     "kind": "job",
     "queue": "pg.fast",

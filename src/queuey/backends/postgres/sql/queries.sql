@@ -201,6 +201,13 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 -- in its snapshot (due now), hence only rows due later count. The next due time is found per
 -- priority present (a loose index scan over the claim index: one probe per priority), so its
 -- cost does not grow with the rows waiting.
+--
+-- The claim's commit does not wait for its write-ahead log to reach the disk (due sets
+-- synchronous_commit off for this transaction only; PostgreSQL reads the setting when the
+-- transaction commits): a claim lost in a database crash leaves its rows pending, to be claimed
+-- again (at-least-once), and any later durable commit, such as this worker's ack, flushes the log
+-- past it. This saves the wake-up path one disk flush (docs/benchmarks.md, round 4). Enqueues,
+-- acks and every other settle stay durable commits.
 WITH RECURSIVE picked AS (
     SELECT id, redeliveries, priority, available_at, seq FROM {table}
     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
@@ -247,7 +254,8 @@ WITH RECURSIVE picked AS (
                        AND (%(job_types)s::text[] IS NULL OR t.job_type = ANY(%(job_types)s::text[]))
                      ORDER BY t.available_at LIMIT 1)) - now())::float8
                  FROM priorities AS p WHERE p.priority IS NOT NULL)
-           END AS due_in
+           END AS due_in,
+           set_config('synchronous_commit', 'off', true) AS relaxed
 )
 SELECT claimed.*, due.due_in FROM due LEFT JOIN claimed ON true;
 
