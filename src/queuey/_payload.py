@@ -99,19 +99,18 @@ def job_payload(job: BaseModel, job_type: str) -> Any:
             returned what pydantic cannot write), or is not JSON every backend stores alike;
             the message names the job type and the field (``SendEmail.items[3].price``).
     """
-    subject = f"job type {job_type!r}"
     root = type(job).__name__
     try:
         payload = job.model_dump(mode="json")
     except Exception as exc:  # a user's serializer may raise anything: name the field
-        raise PayloadError(subject, *_model_problem(job, root, exc)) from exc
+        raise PayloadError(f"job type {job_type!r}", *_model_problem(job, root, exc)) from exc
     # ``payload`` holds only JSON types (dict, list, str, int, float, bool, None), so
     # pydantic-core's writer (a few times faster than the json module's) sees what json.dumps
     # would; it keeps NaN and the infinities as tokens, which are looked for in its output.
     try:
         data = to_json(payload, inf_nan_mode="constants")
     except Exception:  # a lone surrogate, say: the json module's check names it
-        data = check_json(payload, subject, root).encode()
+        data = check_json(payload, f"job type {job_type!r}", root).encode()
     if (
         b"NaN" in data
         or b"Infinity" in data
@@ -119,11 +118,11 @@ def job_payload(job: BaseModel, job_type: str) -> Any:
     ):
         found = first_problem(payload, root)
         if found is not None:
-            raise PayloadError(subject, *found)
+            raise PayloadError(f"job type {job_type!r}", *found)
     if b"null" in data:  # pydantic writes a NaN it infers (an ``Any`` field) as null
         lost = _nan_written_as_null(job, payload, root)
         if lost is not None:
-            raise PayloadError(subject, *lost)
+            raise PayloadError(f"job type {job_type!r}", *lost)
     return payload
 
 

@@ -132,11 +132,12 @@ class EnqueueResult(str):
             that pending job took the new payload and due time).
     """
 
-    inserted: bool
+    inserted: bool = True  # on the instance only when False: a bulk enqueue makes thousands
 
     def __new__(cls, job_id: str, inserted: bool = True) -> EnqueueResult:
-        result = super().__new__(cls, job_id)
-        result.inserted = inserted
+        result = str.__new__(cls, job_id)
+        if not inserted:
+            result.inserted = False
         return result
 
     @property

@@ -38,6 +38,7 @@ TRICKY = [
     "\u0000 nul (kept in JSON; text columns refuse it on every path)",
     "éàü — ☃ 😀",
     "\\\\t",
+    "line\u2028separator \u007f del \u00a0 nbsp \ufeff bom",
 ]
 
 

@@ -21,6 +21,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from pydantic_core import to_json
+
 from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
 from queuey.envelope import Envelope, Kind
 from queuey.unique import IdempotencyKey, UniqueKey
@@ -65,7 +67,7 @@ def single_params(
         "queue": envelope.queue,
         "job_type": envelope.job_type,
         "priority": envelope.priority,
-        "payload": json.dumps(envelope.payload),
+        "payload": _json_text(envelope.payload),
         "enqueued_at_ms": envelope.enqueued_at_ms,
         "channel": channel,
     }
@@ -76,7 +78,7 @@ def single_params(
         kind=envelope.kind,
         attempt=envelope.attempt,
         deferrals=envelope.deferrals,
-        headers=json.dumps(envelope.headers),
+        headers=_json_text(envelope.headers),
         published_by=envelope.headers.get("published_by", ""),
         ttl=ttl,
         delay=delay,
@@ -101,8 +103,8 @@ def bulk_params(
         "priorities": number_array([e.priority for e in envelopes]),
         "attempts": number_array([e.attempt for e in envelopes]),
         "deferrals": number_array([e.deferrals for e in envelopes]),
-        "payloads": json.dumps([e.payload for e in envelopes]),
-        "headers": json.dumps([e.headers for e in envelopes]),
+        "payloads": _json_text([e.payload for e in envelopes]),
+        "headers": _json_text([e.headers for e in envelopes]),
         "published_by": text_array([e.headers.get("published_by", "") for e in envelopes]),
         "enqueued_at_ms": number_array([e.enqueued_at_ms for e in envelopes]),
         "ttls": number_array([ttls[e.kind, e.queue] for e in envelopes]),
@@ -121,6 +123,17 @@ def _copy_field(value: str) -> str:
     return value
 
 
+def _json_text(value: Any) -> str:
+    """The compact ASCII JSON text of ``value`` (payloads and headers, already checked; every
+    character beyond ASCII escaped, so a database in any encoding stores it as sent), written
+    by pydantic-core (about 5x faster than ``json.dumps``); ``json.dumps`` for what it refuses
+    and on a pydantic-core older than ``ensure_ascii`` (2.35)."""
+    try:
+        return to_json(value, ensure_ascii=True).decode()
+    except (TypeError, ValueError):  # a lone surrogate in headers: PostgreSQL names it
+        return json.dumps(value, separators=(",", ":"))
+
+
 CopyRows = tuple[str, list[str]]
 """The data of ``publish_copy`` (COPY's text format, one line per row) and the queues to
 notify."""
@@ -131,14 +144,14 @@ def copy_rows(envelopes: Sequence[Envelope], delay: float, ttl_of: TtlOf) -> Cop
     compute a column (a delay, a message TTL, a topic publish nobody subscribes to): those go
     through ``publish``.
 
-    JSON from ``json.dumps`` is ASCII with every control character escaped, so of COPY's
-    special characters only its backslashes need doubling.
+    The JSON text is ASCII with every control character escaped (tab, newline and carriage
+    return included), so of COPY's special characters only its backslashes need doubling.
     """
     if delay:
         return None
     fields: dict[tuple[Kind, str, str], str] = {}
     lines = []
-    dumps = json.dumps
+    dumps = _json_text
     for e in envelopes:
         key = (e.kind, e.queue, e.job_type)
         prefix = fields.get(key)
