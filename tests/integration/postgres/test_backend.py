@@ -295,7 +295,9 @@ async def test_a_short_claim_finds_the_next_due_row_without_scanning_the_later_r
     backend: PostgresBackend, database_url: str
 ) -> None:
     """The claim that takes fewer rows than asked also says when the next row falls due; it
-    finds it by one probe per priority present, not by reading the 100,000 rows due later."""
+    finds it by one probe per priority present, and it finds the rows due now by one bounded
+    range per priority: neither walks the 100,000 rows due later (counted in pages touched,
+    which include the rows a scan filters out; one scan in claim order read the whole table)."""
     schema = backend.statements.schema
     await execute(
         database_url,
@@ -322,6 +324,56 @@ async def test_a_short_claim_finds_the_next_due_row_without_scanning_the_later_r
     assert scanned
     read = sum(node["Actual Rows"] * node.get("Actual Loops", 1) for node in scanned)
     assert read < 100, f"{read} index entries read for one claim"
+    root = plan[0]["Plan"]
+    pages = root["Shared Hit Blocks"] + root["Shared Read Blocks"]
+    assert "Seq Scan" not in json.dumps(plan)
+    assert pages < 400, f"{pages} pages read by one short claim (the table holds ~1,800)"
+
+
+async def test_a_claim_takes_the_first_due_rows_across_priorities_skipping_held_ones(
+    backend: PostgresBackend, database_url: str
+) -> None:
+    """The claim reads one priority at a time; what it takes is still the first ``limit`` due
+    rows in claim order (priority, due time, insertion), minus rows another transaction holds,
+    never a row due later, and never more than ``limit``."""
+    schema = backend.statements.schema
+    rows = [  # (name, priority, seconds from now)
+        ("p2-late", 2, 3600), ("p0-a", 0, -30), ("p2-a", 2, -10), ("p1-a", 1, -50),
+        ("p2-held", 2, -20), ("p0-b", 0, -40), ("p1-late", 1, 600), ("p2-b", 2, -5),
+        ("p1-b", 1, -60), ("p3-late", 3, 60),
+    ]  # fmt: skip
+    for name, priority, offset in rows:
+        await execute(
+            database_url,
+            sql.SQL(
+                "INSERT INTO {} (id, kind, queue, job_type, payload, priority, available_at) "
+                "VALUES (gen_random_uuid(), 'job', 'pg.fast', 'pg.Ping', %s::json, %s, "
+                "now() + make_interval(secs => %s))"
+            ).format(table(schema)),
+            json.dumps({"name": name}),
+            priority,
+            offset,
+        )
+    held_query = sql.SQL("SELECT id FROM {} WHERE payload->>'name' = 'p2-held' FOR UPDATE").format(
+        table(schema)
+    )
+    async with await psycopg.AsyncConnection.connect(database_url) as holder:
+        await holder.execute(held_query)  # held until the end of this block
+        async with await psycopg.AsyncConnection.connect(database_url) as conn:
+            taken = []
+            for limit in (3, 3, 3):
+                params = {**_CLAIM_PARAMS, "limit": limit}
+                cursor = await conn.execute(backend.statements["claim"], params)
+                found = [row for row in await cursor.fetchall() if row[0] is not None]
+                await conn.commit()
+                assert len(found) <= limit
+                taken.append([json.loads(row[5])["name"] for row in sorted(found, key=_position)])
+    assert taken == [["p2-a", "p2-b", "p1-b"], ["p1-a", "p0-b", "p0-a"], []]
+
+
+def _position(row: tuple[Any, ...]) -> int:
+    position: int = row[9]
+    return position
 
 
 async def test_the_claim_alone_commits_without_waiting_for_the_disk(
@@ -357,8 +409,9 @@ _CLAIM_PARAMS = {
 
 
 async def _explained_claim(conn: psycopg.AsyncConnection[Any], backend: PostgresBackend) -> Any:
-    """``EXPLAIN (ANALYZE, FORMAT JSON)`` of the claim (``_CLAIM_PARAMS``), rolled back."""
-    explain = sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + backend.statements["claim"]
+    """``EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)`` of the claim (``_CLAIM_PARAMS``), rolled
+    back."""
+    explain = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ") + backend.statements["claim"]
     cursor = await conn.execute(explain, _CLAIM_PARAMS)
     plan = (await cursor.fetchone())[0]  # type: ignore[index]
     await conn.rollback()

@@ -202,21 +202,44 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 -- priority present (a loose index scan over the claim index: one probe per priority), so its
 -- cost does not grow with the rows waiting.
 --
+-- The due rows are read the same way: for each priority present, highest first (the order the
+-- loose scan finds them in), the index range of that priority's rows due now, in due order.
+-- Each range ends at the first row due later, so rows scheduled for later are never walked
+-- (one scan of the whole queue in claim order steps over every one of them on a short claim;
+-- beside 100,000 delayed rows the planner read the whole table instead, ~1,900 pages per
+-- wake-up). The outer LIMIT stops pulling, and so locking, once it has %(limit)s rows.
+--
 -- The claim's commit does not wait for its write-ahead log to reach the disk (due sets
 -- synchronous_commit off for this transaction only; PostgreSQL reads the setting when the
 -- transaction commits): a claim lost in a database crash leaves its rows pending, to be claimed
 -- again (at-least-once), and any later durable commit, such as this worker's ack, flushes the log
 -- past it. This saves the wake-up path one disk flush (docs/benchmarks.md, round 4). Enqueues,
 -- acks and every other settle stay durable commits.
-WITH RECURSIVE picked AS (
-    SELECT id, redeliveries, priority, available_at, seq FROM {table}
-    WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-      AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
-      AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+WITH RECURSIVE priorities (priority) AS (
+    (SELECT priority FROM {table}
+     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+     ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT t.priority FROM {table} AS t
+            WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+              AND t.priority < p.priority
+            ORDER BY t.priority DESC LIMIT 1)
+    FROM priorities AS p WHERE p.priority IS NOT NULL
+), picked AS (
+    SELECT due_now.* FROM priorities AS p
+    CROSS JOIN LATERAL (
+        SELECT id, redeliveries, priority, available_at, seq FROM {table}
+        WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+          AND priority = p.priority AND available_at <= now()
+          AND (expires_at IS NULL OR expires_at > now())
+          AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+        ORDER BY available_at, seq
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS due_now
+    WHERE p.priority IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
-    ORDER BY priority DESC, available_at, seq
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
 ), ranked AS (
     SELECT id,
            row_number() OVER w AS position,
@@ -234,16 +257,6 @@ WITH RECURSIVE picked AS (
               m.payload::text AS payload, nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
               ranked.position, m.redeliveries,
               greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
-), priorities (priority) AS (
-    (SELECT priority FROM {table}
-     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-     ORDER BY priority DESC LIMIT 1)
-    UNION ALL
-    SELECT (SELECT t.priority FROM {table} AS t
-            WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
-              AND t.priority < p.priority
-            ORDER BY t.priority DESC LIMIT 1)
-    FROM priorities AS p WHERE p.priority IS NOT NULL
 ), due AS (
     SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
                  AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
