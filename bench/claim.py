@@ -52,8 +52,14 @@ async def _fill(due: int, later: int) -> Statements:
 
 async def _median_ms(statements: Statements) -> tuple[float, int]:
     """The median round trip of the claim (ms) and the rows one claim takes."""
-    params = {"kind": "job", "queue": "q", "limit": 256, "owner": "bench", "lease": 30.0}
-    params["job_types"] = None
+    params: dict[str, object] = {
+        "kind": "job",
+        "queue": "q",
+        "limit": 256,
+        "owner": "bench",
+        "lease": 30.0,
+        "job_types": None,
+    }
     times, taken = [], 0
     async with await psycopg.AsyncConnection.connect(DATABASE_URL) as conn:
         for _ in range(ROUNDS):

@@ -103,14 +103,14 @@ def job_payload(job: BaseModel, job_type: str) -> Any:
     try:
         payload = job.model_dump(mode="json")
     except Exception as exc:  # a user's serializer may raise anything: name the field
-        raise PayloadError(f"job type {job_type!r}", *_model_problem(job, root, exc)) from exc
+        raise PayloadError(_subject(job_type), *_model_problem(job, root, exc)) from exc
     # ``payload`` holds only JSON types (dict, list, str, int, float, bool, None), so
     # pydantic-core's writer (a few times faster than the json module's) sees what json.dumps
     # would; it keeps NaN and the infinities as tokens, which are looked for in its output.
     try:
         data = to_json(payload, inf_nan_mode="constants")
     except Exception:  # a lone surrogate, say: the json module's check names it
-        data = check_json(payload, f"job type {job_type!r}", root).encode()
+        data = check_json(payload, _subject(job_type), root).encode()
     if (
         b"NaN" in data
         or b"Infinity" in data
@@ -118,12 +118,18 @@ def job_payload(job: BaseModel, job_type: str) -> Any:
     ):
         found = first_problem(payload, root)
         if found is not None:
-            raise PayloadError(f"job type {job_type!r}", *found)
+            raise PayloadError(_subject(job_type), *found)
     if b"null" in data:  # pydantic writes a NaN it infers (an ``Any`` field) as null
         lost = _nan_written_as_null(job, payload, root)
         if lost is not None:
-            raise PayloadError(f"job type {job_type!r}", *lost)
+            raise PayloadError(_subject(job_type), *lost)
     return payload
+
+
+def _subject(job_type: str) -> str:
+    """What a job payload's ``PayloadError`` names: ``job type 'app.SendEmail'`` (built only
+    when there is an error to raise: ``job_payload`` runs once per enqueued job)."""
+    return f"job type {job_type!r}"
 
 
 def topic_payload(payload: Any, topic: str) -> Any:
