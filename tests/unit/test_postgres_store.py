@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+import psycopg._queries as psycopg_queries
 import pytest
 
 from queuey._outcome import clean_text
@@ -23,6 +24,7 @@ from queuey.backends.postgres._errors import (
 )
 from queuey.backends.postgres._outage import Outage
 from queuey.backends.postgres._rows import Claim, DeadRow, claim_rows, json_value
+from queuey.backends.postgres._sql import Statements
 from queuey.backends.postgres._wake import Waker
 from queuey.errors import BackendError, ConfigError
 from queuey.queues import QueueConfig
@@ -229,3 +231,17 @@ async def test_a_cancellation_turned_into_a_database_error_still_cancels_the_loo
 )
 def test_claimed_json_decodes_as_the_standard_library_does(text: str) -> None:
     assert json_value(text) == json.loads(text)
+
+
+def test_statements_are_rendered_once_without_their_comments() -> None:
+    """Each statement is sent as text rendered once: quoted identifiers, no comment lines but
+    the one naming it, and short enough for psycopg to cache the parsing of its placeholders
+    (statements of 4,096 bytes or more are parsed again on every execution)."""
+    statements = Statements("bench_x", "queue_message")
+    for name in ("claim", "ack", "publish_job", "publish", "reclaim"):
+        text = statements[name].as_string(None)
+        lines = text.splitlines()
+        assert lines[0] == f"-- queuey: {name}"
+        assert not [line for line in lines[1:] if line.lstrip().startswith("--")]
+        assert '"bench_x"."queue_message"' in text and "{table}" not in text
+        assert len(text.encode()) < psycopg_queries.MAX_CACHED_STATEMENT_LENGTH

@@ -330,6 +330,40 @@ async def test_a_short_claim_finds_the_next_due_row_without_scanning_the_later_r
     assert pages < 400, f"{pages} pages read by one short claim (the table holds ~1,800)"
 
 
+async def test_a_short_claim_walks_the_entries_of_drained_rows_once(
+    backend: PostgresBackend, database_url: str
+) -> None:
+    """Rows claimed since the last vacuum leave dead entries at the front of their priority's
+    index range. The loose scan steps over them to find each priority's first pending row; the
+    range of rows due now then starts at that row instead of walking them a second time."""
+    schema = backend.statements.schema
+    await execute(
+        database_url,
+        sql.SQL(
+            "INSERT INTO {} (id, kind, queue, job_type, payload, available_at) "
+            "SELECT gen_random_uuid(), 'job', 'pg.fast', 'pg.Ping', '{{}}', "
+            "now() - interval '1 hour' + g * interval '1 ms' FROM generate_series(1, 30000) g"
+        ).format(table(schema)),
+    )
+    await execute(
+        database_url,
+        sql.SQL("UPDATE {} SET status = 'done', processed_at = now()").format(table(schema)),
+    )
+    producer = await Producer.create(PgQueues, backend)
+    await producer.enqueue(Ping(n=1))
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        plan = await _explained_claim(conn, backend)
+    ranges = [
+        node
+        for node in _nodes(plan[0]["Plan"])
+        if node.get("Index Name") == "queue_message_claim"
+        and "available_at <= now()" in node.get("Index Cond", "")
+    ]
+    assert len(ranges) == 1 and ranges[0]["Actual Rows"] == 1
+    pages = ranges[0]["Shared Hit Blocks"] + ranges[0]["Shared Read Blocks"]
+    assert pages < 20, f"the range of rows due now read {pages} pages past drained entries"
+
+
 async def test_a_claim_takes_the_first_due_rows_across_priorities_skipping_held_ones(
     backend: PostgresBackend, database_url: str
 ) -> None:

@@ -105,7 +105,7 @@ class Store:
 
     async def _run(
         self,
-        statement: sql.Composed,
+        statement: sql.SQL | sql.Composed,
         params: Params | None,
         rows: AsyncRowFactory[R],
         timeout: float | None = None,
@@ -578,7 +578,7 @@ def schema_error(schema: str, applied: Collection[int]) -> SchemaError | None:
 
 
 async def _execute(
-    conn: Connection, statement: sql.Composed, params: Params, rows: AsyncRowFactory[R] | None
+    conn: Connection, statement: sql.SQL, params: Params, rows: AsyncRowFactory[R] | None
 ) -> list[R]:
     """Run ``statement`` on ``conn``; its rows with ``rows`` (nothing when ``None``)."""
     if rows is None:

@@ -182,14 +182,14 @@ class SyncStore:
         return self._on_pool(lambda conn: _job_info(conn, self.statements["job_info"], job_id))
 
 
-def _job_info(conn: SyncConnection, statement: sql.Composed, job_id: str) -> JobInfo | None:
+def _job_info(conn: SyncConnection, statement: sql.SQL, job_id: str) -> JobInfo | None:
     cursor = conn.cursor(row_factory=class_row(JobInfo))
     cursor.execute(statement, {"id": job_id})
     row = cursor.fetchone()
     return None if row is None else replace(row, due_at=row.due_at.astimezone(UTC))
 
 
-def _scalars(conn: SyncConnection, statement: sql.Composed, params: Params | None) -> list[Any]:
+def _scalars(conn: SyncConnection, statement: sql.SQL, params: Params | None) -> list[Any]:
     cursor = conn.cursor(row_factory=scalar_row)
     cursor.execute(statement, params)
     return cursor.fetchall() if cursor.description is not None else []
