@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
+from queuey.backends.postgres._claiming import ClaimConnections
 from queuey.backends.postgres._outage import POOL_NAME_PREFIX, POOLED, quiet_pool_logs
 
 __all__ = ["IDLE_CHECK_SECS", "Connection", "Connections", "Lent", "Pool"]
@@ -62,6 +63,10 @@ class Connections(Protocol):
         """A connection for one publish."""
         ...
 
+    def claiming(self, timeout: float | None = None) -> AbstractAsyncContextManager[Connection]:
+        """A connection for one claim (``_claiming``), waiting at most ``timeout`` seconds."""
+        ...
+
     async def recheck(self) -> None:
         """A statement failed on a broken connection: drop the others that are broken too."""
         ...
@@ -85,6 +90,9 @@ class Lent:
         return self
 
     def publishing(self) -> Lent:
+        return self
+
+    def claiming(self, timeout: float | None = None) -> Lent:
         return self
 
     async def recheck(self) -> None:
@@ -130,13 +138,15 @@ class Pool:
         )
         self._kept: Connection | None = None
         self._kept_busy = False
+        self._claims = ClaimConnections(self._pool, max_size // 4, _check_if_idle, _mark_used)
 
     async def open(self) -> None:
         """Open the pool without waiting for its first connection."""
         await self._pool.open(wait=False)
 
     async def close(self) -> None:
-        """Give the kept connection back and close the pool."""
+        """Give the kept connections back and close the pool."""
+        await self._claims.close()
         kept, self._kept = self._kept, None
         if kept is not None:
             await self._pool.putconn(kept)
@@ -144,6 +154,13 @@ class Pool:
 
     def connection(self, timeout: float | None = None) -> AbstractAsyncContextManager[Connection]:
         return self._pool.connection(timeout=timeout)
+
+    def claiming(self, timeout: float | None = None) -> AbstractAsyncContextManager[Connection]:
+        """A connection set for claims (``_claiming``); a pooled one when the pool is too
+        small to keep one aside (fewer than 4 connections)."""
+        if self._claims.keep == 0:
+            return self._pool.connection(timeout=timeout)
+        return self._claims.lend(timeout)
 
     def publishing(self) -> AbstractAsyncContextManager[Connection]:
         """The kept connection when it is free, else a pooled one (after which a connection is

@@ -109,21 +109,26 @@ class Store:
         params: Params | None,
         rows: AsyncRowFactory[R],
         timeout: float | None = None,
+        *,
+        claim: bool = False,
     ) -> tuple[list[R], int]:
         """Run one statement; returns its rows (none without a result) and its row count.
+        ``claim``: on a connection set for claims (``_claiming``).
 
         Raises:
             BackendError: as ``database_errors`` maps it.
         """
+        where = self._where()
+        lend = where.claiming if claim else where.connection
         try:
             with database_errors():
-                async with self._where().connection(timeout) as conn:
+                async with lend(timeout) as conn:
                     cursor = conn.cursor(row_factory=rows)
                     await cursor.execute(statement, params)
                     found = await cursor.fetchall() if cursor.description is not None else []
                     return found, cursor.rowcount
         except DatabaseUnavailableError:
-            await self._where().recheck()
+            await where.recheck()
             raise
 
     async def _fetch(
@@ -306,7 +311,9 @@ class Store:
             "lease": self.lease,
             "job_types": _job_types(config),
         }
-        rows = await self._fetch("claim", params, claim_rows(config), BACKGROUND_TIMEOUT)
+        rows, _ = await self._run(
+            self.statements["claim"], params, claim_rows(config), BACKGROUND_TIMEOUT, claim=True
+        )
         claims = [claim for claim, _ in rows if claim is not None]
         claims.sort(key=_IN_CLAIM_ORDER)
         due = rows[0][1] if rows else None

@@ -1,0 +1,126 @@
+"""``ClaimConnections``: the pooled connections that claims run on, kept out of the pool and
+each set once so that PostgreSQL plans the claim generically and never JIT-compiles it.
+
+The claim is prepared (psycopg's prepared statements) and PostgreSQL decides at every bind
+whether to re-plan it for the parameters at hand (a custom plan) or reuse one plan made for
+any parameters (the generic plan, PostgreSQL's "Plan Cache Mode"). It keeps custom plans for
+the claim, as the generic plan's estimate of a ``LIMIT`` parameter is pessimistic (10% of the
+rows); planning the claim then costs about 0.4-0.9 ms of every wake-up, more than executing
+it (docs/benchmarks.md, round 6). Every choice in the claim's plan follows from its shape
+(each read is an index range in the claim index's order, bounded by ``LIMIT``; each row is
+found again by primary key), so the generic plan is the plan a custom one would be, and its
+cost does not move with the table's statistics: ``plan_cache_mode = force_generic_plan``.
+
+A generic plan whose estimate crosses ``jit_above_cost`` is JIT-compiled at every execution
+(PostgreSQL compiles per execution, not per plan): 20 ms of compiling for a 0.3 ms claim
+beside a million due rows. The claim is short and runs thousands of times a minute, so these
+connections set ``jit = off``.
+
+Only claims run on these connections, so both settings touch nothing else. A claim that finds
+every kept connection busy takes one more from the pool and keeps it afterwards, up to
+``keep``; beyond that, the connection is closed on its way back (the pool opens a fresh one
+without the settings). A connection whose statement failed is closed and handed back, never
+reused. A kept connection unused for ``IDLE_CHECK_SECS`` is checked before its next claim, like
+a pooled one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["CLAIM_SETTINGS", "ClaimConnections"]
+
+CLAIM_SETTINGS = "SET plan_cache_mode = force_generic_plan; SET jit = off"
+"""What a connection is set to, once, before its first claim."""
+
+Connection = psycopg.AsyncConnection[Any]
+Hook = Callable[[Connection], Awaitable[None]]
+
+
+class ClaimConnections:
+    """Up to ``keep`` connections of ``pool`` set for claims (``CLAIM_SETTINGS``).
+
+    Args:
+        pool: where the connections come from and go back to.
+        keep: how many to keep between claims (claims running at once beyond that use a
+            connection each, closed afterwards).
+        check: awaited on a kept connection before it is lent (the pool's idle check); raises
+            if the connection is broken.
+        used: awaited on a connection after a claim ran on it without failing.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any],
+        keep: int,
+        check: Hook,
+        used: Hook,
+    ) -> None:
+        self._pool = pool
+        self._keep = keep
+        self._check = check
+        self._used = used
+        self._free: list[Connection] = []
+
+    @property
+    def keep(self) -> int:
+        """How many connections are kept between claims."""
+        return self._keep
+
+    @asynccontextmanager
+    async def lend(self, timeout: float | None) -> AsyncIterator[Connection]:
+        """A connection for one claim, waiting at most ``timeout`` seconds for the pool
+        (``None``: its default).
+
+        Raises:
+            psycopg_pool.PoolTimeout: no connection came in time.
+            psycopg.Error: a fresh connection could not be set for claims.
+        """
+        conn = await self._lent(timeout)
+        try:
+            yield conn
+        except BaseException:
+            await self._discard(conn)
+            raise
+        await self._used(conn)
+        if len(self._free) < self._keep:
+            self._free.append(conn)
+        else:
+            await self._discard(conn)
+
+    async def close(self) -> None:
+        """Hand every kept connection back (closed)."""
+        free, self._free = self._free, []
+        for conn in free:
+            await self._discard(conn)
+
+    async def _lent(self, timeout: float | None) -> Connection:
+        conn: Connection
+        while self._free:
+            conn = self._free.pop()
+            try:
+                await self._check(conn)
+            except Exception:  # broken while it waited (a restart, a firewall): next one
+                await self._discard(conn)
+                continue
+            return conn
+        conn = await self._pool.getconn(timeout)
+        try:
+            await conn.execute(CLAIM_SETTINGS)
+        except BaseException:
+            await self._discard(conn)
+            raise
+        conn.prepare_threshold = 0  # prepared from its first claim: planned once
+        return conn
+
+    async def _discard(self, conn: Connection) -> None:
+        """Close ``conn`` (its settings go with it) and hand it back: the pool replaces it."""
+        try:
+            await conn.close()
+        finally:
+            await self._pool.putconn(conn)
