@@ -17,9 +17,13 @@ from queuey import Job, JobContext, Producer, Queue, QueueSet, Worker
 from queuey._runtime.heap import freeze_heap  # what the CLI does at start-up
 from queuey.backends.base import Backend
 
-__all__ = ["PREFETCH", "BenchQueues", "Noop", "QueueyBench"]
+__all__ = ["MAX_PRIORITY", "PREFETCH", "BenchQueues", "Noop", "QueueyBench"]
 
 PREFETCH = int(os.environ.get("BENCH_QUEUEY_PREFETCH", "256"))
+MAX_PRIORITY = int(os.environ.get("BENCH_QUEUEY_MAX_PRIORITY", "0"))
+"""The bench queue's priority levels: 0, not a priority queue, like every peer's queue (on
+RabbitMQ, queuey's default of 10 declares ``x-max-priority``, a priority queue, which costs the
+broker more per message: docs/benchmarks.md, round 6). PostgreSQL's drain does not depend on it."""
 OBSERVE = os.environ.get("BENCH_QUEUEY_OBSERVE", "")
 """The cost of observability: ``metrics`` (Prometheus ``Metrics``), ``tracing`` (an
 OpenTelemetry SDK provider sampling every trace, batching spans to an exporter that drops
@@ -50,7 +54,7 @@ def observability() -> tuple[object, Any]:
 
 
 class BenchQueues(QueueSet, prefix=f"bench{SUFFIX}"):
-    noop = Queue(prefetch=PREFETCH)
+    noop = Queue(prefetch=PREFETCH, max_priority=MAX_PRIORITY)
 
 
 class Noop(Job[BenchQueues], queue=BenchQueues.noop, name="bench.Noop"):

@@ -1,6 +1,8 @@
 """queuey on RabbitMQ: the queue ``bench.noop`` (and its dead-letter queue), persistent,
 mandatory, confirmed publishes, with the library's defaults except the queue's ``prefetch``
-(``basic.qos`` per consumer; 256 as on PostgreSQL)."""
+(``basic.qos`` per consumer; 256 as on PostgreSQL) and its ``max_priority`` (0: a plain queue,
+like Dramatiq's and raw aio-pika's, where queuey's default of 10 declares a priority queue;
+``BENCH_QUEUEY_MAX_PRIORITY`` sets it)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 import aio_pika
 
 from bench.systems._env import AMQP_URL
-from bench.systems._queuey import PREFETCH, BenchQueues, QueueyBench
+from bench.systems._queuey import MAX_PRIORITY, PREFETCH, BenchQueues, QueueyBench
 from queuey.backends.base import Backend
 from queuey.backends.rabbitmq import RabbitMqBackend
 
@@ -24,6 +26,7 @@ class QueueyRabbitmq(QueueyBench):
         self.settings: dict[str, Any] = {
             "driver": "aio-pika",
             "prefetch": PREFETCH,
+            "max_priority": MAX_PRIORITY,
             "concurrency": "default (= prefetch)",
             "publisher_confirms": True,
             "delivery_mode": "persistent",

@@ -87,3 +87,34 @@ async def test_acks_not_sent_by_their_deadline_fail_with_a_timeout_together() ->
     )
     assert all(isinstance(result, TimeoutError) for result in results)
     assert loop.time() - began < 2.0  # bounded by the deadline, not by the stuck frame
+
+
+async def test_an_ack_whose_settle_was_cancelled_while_it_waited_is_still_sent_once() -> None:
+    """The handler ran and its ack joined the window; the settle awaiting it is cancelled
+    (a forced shutdown) before the flush. The ack still goes out, once, and marking the
+    delivery settled afterwards does not drop it or send it again."""
+    window = AckWindow()
+    messages, log = received(window, 2)
+    waiting = asyncio.create_task(window.ack(messages[0], later()))
+    await asyncio.sleep(0)  # its ack is in the window, the flush not run yet
+    waiting.cancel()
+    window.settled(messages[0])  # what the delivery's settle does on its way out
+    await window.ack(messages[1], later())
+    assert log == [(2, True)]
+
+
+async def test_a_long_window_flushes_each_prefix_once_and_keeps_nothing() -> None:
+    """Hundreds of deliveries, acked in rounds, out of order within each round: every ack goes
+    out exactly once (multiple acks cover disjoint prefixes) and the window ends empty."""
+    window = AckWindow()
+    messages, log = received(window, 600)
+    for start in range(0, 600, 100):
+        batch = messages[start : start + 100]
+        await asyncio.gather(*(window.ack(m, later()) for m in reversed(batch)))
+    covered: list[int] = []
+    previous = 0
+    for tag, multiple in log:
+        covered.extend(range(previous + 1, tag + 1) if multiple else [tag])
+        previous = max(previous, tag) if multiple else previous
+    assert sorted(covered) == list(range(1, 601))
+    assert not window._tags and not window._order and not window._waiting

@@ -18,6 +18,7 @@ sent within the earliest deadline of the acks it carries, or they all fail with
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
@@ -30,9 +31,10 @@ _ACK = 1  # handled; its ack waits for this iteration's flush
 _SETTLED = 2  # acked, nacked or rejected on its own
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     message: AbstractIncomingMessage
+    tag: int
     state: int = _OUT
     future: asyncio.Future[None] | None = None
     deadline: float = 0.0
@@ -42,18 +44,22 @@ class AckWindow:
     """The delivery tags of one channel and the acks waiting to be sent on it."""
 
     def __init__(self) -> None:
-        self._tags: dict[int, _Entry] = {}  # in delivery order (tags only grow on a channel)
+        self._tags: dict[int, _Entry] = {}  # by delivery tag
+        self._order: deque[_Entry] = deque()  # in delivery order (tags only grow on a channel)
+        self._waiting: list[_Entry] = []  # handled, their ack not sent yet
         self._flushing: asyncio.Task[None] | None = None
 
     def received(self, message: AbstractIncomingMessage) -> None:
         """The broker delivered ``message`` on this channel (call before anything else)."""
-        if message.delivery_tag is not None:
-            self._tags[message.delivery_tag] = _Entry(message)
+        tag = message.delivery_tag
+        if tag is not None:
+            entry = self._tags[tag] = _Entry(message, tag)
+            self._order.append(entry)
 
     def settled(self, message: AbstractIncomingMessage) -> None:
         """``message`` was acked, nacked or rejected on its own (or given up on)."""
         entry = self._tags.get(message.delivery_tag or -1)
-        if entry is not None:
+        if entry is not None and entry.state != _ACK:
             entry.state = _SETTLED
             self._drop_settled_prefix()
 
@@ -72,39 +78,41 @@ class AckWindow:
             return
         entry.state = _ACK
         entry.deadline = deadline
-        entry.future = asyncio.get_running_loop().create_future()
+        future = entry.future = asyncio.get_running_loop().create_future()
+        self._waiting.append(entry)
         if self._flushing is None or self._flushing.done():
             self._flushing = asyncio.create_task(self._flush())
-        await entry.future
+        await future
 
     async def _flush(self) -> None:
-        while any(entry.state == _ACK for entry in self._tags.values()):
+        while self._waiting:
             await asyncio.sleep(0)  # the acks of this iteration join in
             await self._flush_once()
 
     async def _flush_once(self) -> None:
+        waiting, self._waiting = self._waiting, []
         top: _Entry | None = None
         covered: list[_Entry] = []
-        for tag in list(self._tags):
-            entry = self._tags[tag]
-            if entry.state == _OUT:
-                break
-            del self._tags[tag]
+        tags, order = self._tags, self._order
+        while order and order[0].state != _OUT:  # the prefix up to the first delivery still out
+            entry = order.popleft()
+            del tags[entry.tag]
             if entry.state == _ACK:
+                entry.state = _SETTLED
                 top = entry
                 covered.append(entry)
         if top is not None:
             await _send(top.message.ack(multiple=True), covered)
-        for entry in [e for e in self._tags.values() if e.state == _ACK]:
-            entry.state = _SETTLED
-            await _send(entry.message.ack(), [entry])
+        for entry in waiting:  # behind a delivery still out: each on its own
+            if entry.state == _ACK:
+                entry.state = _SETTLED
+                await _send(entry.message.ack(), [entry])
         self._drop_settled_prefix()
 
     def _drop_settled_prefix(self) -> None:
-        for tag in list(self._tags):
-            if self._tags[tag].state != _SETTLED:
-                return
-            del self._tags[tag]
+        tags, order = self._tags, self._order
+        while order and order[0].state == _SETTLED:
+            del tags[order.popleft().tag]
 
 
 async def _send(ack: Awaitable[None], entries: list[_Entry]) -> None:

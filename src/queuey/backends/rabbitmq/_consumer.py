@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -85,7 +86,8 @@ class RabbitMqConsumer:
         self._options = options
         self._on_finished = on_finished
         self._origin = Origin(config, dead_name(self.base), router, self._delivery_settled)
-        self._buffer: asyncio.Queue[AbstractIncomingMessage | None] = asyncio.Queue()
+        self._buffer: deque[AbstractIncomingMessage | None] = deque()  # None: no more
+        self._waiter: asyncio.Future[None] | None = None  # ``next`` waiting for the buffer
         self._supervisor: asyncio.Task[None] | None = None
         self._channel: AbstractChannel | None = None
         self._consuming: tuple[AbstractQueue, str] | None = None
@@ -112,7 +114,9 @@ class RabbitMqConsumer:
                 self._supervise(), name=f"queuey-consumer:{self.base}"
             )
         while not self._exhausted:
-            message = await self._buffer.get()
+            if not self._buffer:
+                await self._arrival()
+            message = self._buffer.popleft()
             if message is None:
                 self._exhausted = True
                 break
@@ -132,7 +136,7 @@ class RabbitMqConsumer:
             return
         self._stopping = True
         await self._end_supervisor()
-        self._buffer.put_nowait(None)
+        self._put(None)
         await self._close_if_drained()
 
     async def abort(self) -> None:
@@ -140,7 +144,7 @@ class RabbitMqConsumer:
         self._aborted = not self._stopping
         self._stopping = True
         await self._end_supervisor()
-        self._buffer.put_nowait(None)
+        self._put(None)
         await close_quietly(self._channel)
 
     # -- settling bookkeeping (the deliveries' ``Origin.settled``) -----------------------------
@@ -151,7 +155,7 @@ class RabbitMqConsumer:
         await self._close_if_drained()
 
     async def _close_if_drained(self) -> None:
-        if self._stopping and self._unsettled == 0 and self._buffer.qsize() <= 1:
+        if self._stopping and self._unsettled == 0 and len(self._buffer) <= 1:
             channel, self._channel = self._channel, None
             await close_quietly(channel)
             self._on_finished(self)
@@ -165,7 +169,23 @@ class RabbitMqConsumer:
                 await message.nack(requeue=True)  # arrived after stop: back to the queue
             self._window.settled(message)
             return
-        self._buffer.put_nowait(message)
+        self._put(message)
+
+    def _put(self, message: AbstractIncomingMessage | None) -> None:
+        """Buffer ``message`` (``None``: nothing more comes) and wake ``next``."""
+        self._buffer.append(message)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _arrival(self) -> None:
+        """Wait until the buffer holds something."""
+        while not self._buffer:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
 
     async def _deliver(self, message: AbstractIncomingMessage) -> Delivery | None:
         if not channel_alive(message):

@@ -183,7 +183,6 @@ class RabbitMqDelivery:
         self._settled = True
         router = self._origin.router
         deadline = router.deadline()  # one bound for the whole settle: publish, then ack
-        acking = f"acknowledging job {self._envelope.job_id}"
         try:
             if not channel_alive(self._message):
                 raise BackendError(
@@ -192,17 +191,23 @@ class RabbitMqDelivery:
                 )
             if routing_key is not None and message is not None:
                 await self._publish(routing_key, message, hold, deadline)
-                async with router.bounded(acking, deadline):
+                async with router.bounded(self._acking(), deadline):
                     await self._message.ack()
             else:  # coalesced with its neighbours; the window bounds each flush by deadline
-                with router.translating(acking):
-                    try:
-                        await self._window.ack(self._message, deadline)
-                    except TimeoutError:
-                        raise router.unreachable(acking) from None
+                try:
+                    await self._window.ack(self._message, deadline)
+                except TimeoutError:
+                    raise router.unreachable(self._acking()) from None
+                except Exception:
+                    with router.translating(self._acking()):
+                        raise
         finally:
             self._window.settled(self._message)
             await self._origin.settled()
+
+    def _acking(self) -> str:
+        """What the settle's ack is, for its errors."""
+        return f"acknowledging job {self._envelope.job_id}"
 
     async def _publish(
         self, routing_key: str, message: AbstractMessage, hold: Hold | None, deadline: float
