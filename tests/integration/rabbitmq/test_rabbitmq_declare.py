@@ -134,6 +134,20 @@ async def test_an_unroutable_publish_is_an_error(rabbitmq: RabbitMqBackend) -> N
         await rabbitmq.publish([Envelope.new("t", f"{_prefix()}.nowhere", {})])
 
 
+async def test_an_unroutable_message_in_a_batch_names_its_queue_and_the_rest_arrive(
+    rabbitmq: RabbitMqBackend,
+) -> None:
+    """A batch goes out pipelined, one deadline for the window; the one message whose queue
+    is missing fails with an error naming that queue, and the others are published."""
+    name = f"{_prefix()}.q"
+    await rabbitmq.declare([QueueConfig(name)])
+    batch = [Envelope.new("t", name, {"n": n}) for n in range(5)]
+    batch.insert(2, Envelope.new("t", f"{name}.nowhere", {}))
+    with pytest.raises(BackendError, match=rf"publishing to '{name}.nowhere'.*unroutable"):
+        await rabbitmq.publish(batch)
+    assert await rabbitmq.count_pending(name) == 5
+
+
 async def test_delays_need_a_declared_queue_and_fit_the_ttl_limit(
     rabbitmq: RabbitMqBackend,
 ) -> None:

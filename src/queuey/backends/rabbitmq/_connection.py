@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -91,7 +91,7 @@ class Link:
         self._publisher: AbstractChannel | None = None
         self._declarer: AbstractChannel | None = None
         self._channel_lock = asyncio.Lock()
-        self._in_flight: dict[str, asyncio.Event] = {}
+        self._in_flight: dict[str, asyncio.Event | None] = {}  # by message id
         self.restore: Restore | None = None
         self.generation = 0
 
@@ -197,23 +197,75 @@ class Link:
                 is unreachable).
             ShutDownError: the backend is closed.
         """
-        key = message.message_id or ""
         async with self.bounded(f"publishing to {routing_key!r}", deadline):
-            while (busy := self._in_flight.get(key)) is not None:
-                await busy.wait()
-            done = self._in_flight[key] = asyncio.Event()
+            await self._publish(routing_key, message)
 
-            async def publish() -> None:
-                channel = await self._confirm_channel()
-                await channel.default_exchange.publish(message, routing_key, mandatory=True)
+    async def publish_window(
+        self, messages: Sequence[tuple[str, AbstractMessage]], deadline: float
+    ) -> list[BaseException | None]:
+        """Publish each ``(routing key, message)`` as ``publish`` does, pipelined: every
+        confirm awaited together, the whole window by ``deadline`` (one timer, not one per
+        message). Returns, per message in order, ``None`` or its error (a ``BackendError``
+        naming its routing key).
 
+        Raises:
+            BackendError: ``deadline`` passed: the broker is unreachable.
+            ShutDownError: the backend is closed.
+        """
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await asyncio.gather(
+                    *(self._publish(key, message) for key, message in messages),
+                    return_exceptions=True,
+                )
+        except TimeoutError:
+            raise self.unreachable(_publishing(messages)) from None
+
+    async def _publish(self, routing_key: str, message: AbstractMessage) -> None:
+        """Publish and await the confirm, again after a lost connection, a driver failure
+        raised as ``BackendError`` naming the queue; never two messages with one
+        ``message_id`` in flight at once (the module docstring says why). Call it under a
+        deadline."""
+        key = message.message_id or ""
+        while key in self._in_flight:
+            waiter = self._in_flight[key]
+            if waiter is None:
+                waiter = self._in_flight[key] = asyncio.Event()
+            await waiter.wait()
+        self._in_flight[key] = None  # an Event only once someone waits for this id
+        used = self._connection
+        try:
             try:
-                # The broker may have had a message whose connection died before the confirm:
-                # publishing it again is at least once, never lost.
-                await self.again_after_reconnecting(publish, f"publishing to {routing_key!r}")
-            finally:
-                del self._in_flight[key]
-                done.set()
+                publisher = self._publisher
+                if publisher is None or publisher.is_closed:
+                    publisher = await self._confirm_channel()
+                await publisher.default_exchange.publish(message, routing_key, mandatory=True)
+            except (ConnectionError, ChannelInvalidStateError) as exc:
+                if not _lost(exc, used):
+                    raise
+                await self._publish_again(routing_key, message)
+        except QueueyError:
+            raise
+        except Exception:
+            with translated(f"publishing to {routing_key!r}", self._password):
+                raise
+        finally:
+            waiter = self._in_flight.pop(key, None)
+            if waiter is not None:
+                waiter.set()
+
+    async def _publish_again(self, routing_key: str, message: AbstractMessage) -> None:
+        """The connection died under a publish: the broker may have had the message before
+        the confirm, and publishing it again is at least once, never lost."""
+        what = f"publishing to {routing_key!r}"
+        log.warning("connection lost while %s; trying again once it is back", what)
+        await asyncio.sleep(_RETRY_PAUSE)
+
+        async def publish() -> None:
+            channel = await self._confirm_channel()
+            await channel.default_exchange.publish(message, routing_key, mandatory=True)
+
+        await self.again_after_reconnecting(publish, what)
 
     async def again_after_reconnecting(self, step: Callable[[], Awaitable[T]], what: str) -> T:
         """Run ``step``; if the connection dies under it, run it again once the connection is
@@ -226,11 +278,9 @@ class Link:
             used = self._connection
             try:
                 return await step()
-            except ConnectionError:
-                pass
-            except ChannelInvalidStateError:
-                if used is not None and _alive(used):
-                    raise  # the channel alone was closed (by an error of its own)
+            except (ConnectionError, ChannelInvalidStateError) as exc:
+                if not _lost(exc, used):
+                    raise
             log.warning("connection lost while %s; trying again once it is back", what)
             await asyncio.sleep(_RETRY_PAUSE)
 
@@ -367,6 +417,22 @@ def _refusal(exc: BaseException) -> str | None:
             return f"{text} ({getattr(frame, 'reply_code', '?')})"
         tb = tb.tb_next
     return "it closed the connection while it opened (does the vhost exist, may the user use it?)"
+
+
+def _publishing(messages: Sequence[tuple[str, AbstractMessage]]) -> str:
+    """What publishing ``messages`` is, for its errors: "publishing 3 messages to 'q'"."""
+    keys = sorted({key for key, _ in messages})
+    where = repr(keys[0]) if len(keys) == 1 else f"{len(keys)} queues"
+    return f"publishing {len(messages)} messages to {where}"
+
+
+def _lost(exc: Exception, used: AbstractConnection | None) -> bool:
+    """Whether ``exc``, raised by a step run on ``used``, means the connection died (run the
+    step again once it is back), not that the channel alone was closed by an error of its
+    own (``ChannelInvalidStateError`` on a connection still alive)."""
+    if isinstance(exc, ChannelInvalidStateError):
+        return used is None or not _alive(used)
+    return True
 
 
 def _alive(connection: AbstractConnection) -> bool:

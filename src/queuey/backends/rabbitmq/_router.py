@@ -225,13 +225,18 @@ class Router:
         self, window: Sequence[tuple[Envelope, str, Hold | None]], deadline: float
     ) -> None:
         """Publish ``window`` pipelined (every confirm awaited together) by ``deadline``."""
-        results = await asyncio.gather(
-            *(
-                self._send(key, envelope_message(envelope), hold, deadline)
-                for envelope, key, hold in window
-            ),
-            return_exceptions=True,
-        )
+        results: list[BaseException | None]
+        if any(hold is not None for _, _, hold in window):
+            results = await asyncio.gather(
+                *(
+                    self._send(key, envelope_message(envelope), hold, deadline)
+                    for envelope, key, hold in window
+                ),
+                return_exceptions=True,
+            )
+        else:  # straight to their queues: one deadline for the window
+            messages = [(key, envelope_message(envelope)) for envelope, key, _ in window]
+            results = await self._link.publish_window(messages, deadline)
         for result in results:
             if isinstance(result, BaseException):
                 raise result
