@@ -235,3 +235,16 @@ def test_a_small_pool_keeps_no_claim_connection() -> None:
     pool = pool_module.Pool("postgresql://nobody@127.0.0.1:1/none", 3, "queuey claim-test")
     assert pool._claims.keep == 0
     assert isinstance(pool._claims, ClaimConnections)
+
+
+async def test_poll_only_claims_keep_no_session_settings(database_url: str, pg_schema: str) -> None:
+    """Behind a transaction-mode pooler (``poll_only``), a session's settings would stay on a
+    server connection that other clients' transactions use next: claims then run on plain
+    pooled connections."""
+    async with PostgresBackend(
+        database_url, schema=pg_schema, poll_only=True, poll_interval="30s"
+    ) as backend:
+        store = store_of(backend)
+        await store.claim(PlanQueues.work.config, 1)
+        async with store._where().claiming() as conn:
+            assert (await scalar_rows(conn, "SHOW plan_cache_mode")) == [("auto",)]

@@ -86,8 +86,12 @@ class PostgresBackend:
         retain: delete done rows older than this (duration; ``None`` keeps them). Failed rows are
             never deleted.
         max_redeliveries: lost leases after which a row ends ``failed`` (default 5).
-        pool_size: the connection pool's maximum size (default 10).
-        poll_only: no LISTEN connection (for PgBouncer in transaction mode): poll only.
+        pool_size: the connection pool's maximum size (default 10). From 4 up, a quarter of
+            it at most is kept aside for claims (one per claim running at once), each set to
+            plan the claim once and never JIT-compile it (``plan_cache_mode``,
+            ``jit``: PostgreSQL's "Query Planning" settings).
+        poll_only: no LISTEN connection (for PgBouncer in transaction mode): poll only. Claims
+            then run on plain pooled connections, with no session settings of their own.
 
     Raises:
         ConfigError: a bad identifier, duration, count or flag (the message names it).
@@ -121,7 +125,12 @@ class PostgresBackend:
         self.max_redeliveries = check_int(max_redeliveries, "max_redeliveries", low=1)
         self.poll_only = check_bool(poll_only, "poll_only")
         self.owner = process_identity()
-        pool = Pool(conninfo, check_int(pool_size, "pool_size", low=1), f"queuey {self.owner}")
+        pool = Pool(
+            conninfo,
+            check_int(pool_size, "pool_size", low=1),
+            f"queuey {self.owner}",
+            claim_settings=not self.poll_only,  # poll_only: behind a transaction-mode pooler
+        )
         self._store = Store(self.statements, conninfo, pool, owner=self.owner, lease=self.lease)
         self._waker = Waker()
         self._outage = Outage("PostgreSQL", self._waker.wake_all)

@@ -119,11 +119,16 @@ def _pool_name(application_name: str) -> str:
 
 class Pool:
     """An autocommit pool of 1..``max_size`` connections named ``application_name``, opened by
-    ``open``, plus the connection kept for publishes. psycopg's log records name the pool like
-    its connections (prefixed "queuey" if they are not), and its per-attempt reconnection
-    warnings are DEBUG records (the backend logs one line per outage)."""
+    ``open``, plus the connection kept for publishes and, with ``claim_settings``, those kept
+    for claims (``_claiming``; never behind a transaction-mode pooler, where a session's
+    settings would outlive the transaction on a server connection others share). psycopg's
+    log records name the pool like its connections (prefixed "queuey" if they are not), and
+    its per-attempt reconnection warnings are DEBUG records (the backend logs one line per
+    outage)."""
 
-    def __init__(self, conninfo: str, max_size: int, application_name: str) -> None:
+    def __init__(
+        self, conninfo: str, max_size: int, application_name: str, *, claim_settings: bool = True
+    ) -> None:
         quiet_pool_logs()
         self._pool = AsyncConnectionPool(
             conninfo,
@@ -138,7 +143,8 @@ class Pool:
         )
         self._kept: Connection | None = None
         self._kept_busy = False
-        self._claims = ClaimConnections(self._pool, max_size // 4, _check_if_idle, _mark_used)
+        keep = max_size // 4 if claim_settings else 0
+        self._claims = ClaimConnections(self._pool, keep, _check_if_idle, _mark_used)
 
     async def open(self) -> None:
         """Open the pool without waiting for its first connection."""
@@ -157,7 +163,7 @@ class Pool:
 
     def claiming(self, timeout: float | None = None) -> AbstractAsyncContextManager[Connection]:
         """A connection set for claims (``_claiming``); a pooled one when the pool is too
-        small to keep one aside (fewer than 4 connections)."""
+        small to keep one aside (fewer than 4 connections) or claims keep no settings."""
         if self._claims.keep == 0:
             return self._pool.connection(timeout=timeout)
         return self._claims.lend(timeout)
