@@ -248,3 +248,14 @@ async def test_poll_only_claims_keep_no_session_settings(database_url: str, pg_s
         await store.claim(PlanQueues.work.config, 1)
         async with store._where().claiming() as conn:
             assert (await scalar_rows(conn, "SHOW plan_cache_mode")) == [("auto",)]
+
+
+async def test_a_claim_connection_returned_after_the_pool_closed_is_not_kept(
+    database_url: str,
+) -> None:
+    pool = pool_module.Pool(database_url, 4, "queuey claim-test")
+    await pool.open()
+    async with pool.claiming() as conn:
+        await pool.close()  # the backend closing while a claim is in flight
+    assert conn.closed
+    assert pool._claims._free == []

@@ -66,6 +66,7 @@ class ClaimConnections:
         self._check = check
         self._used = used
         self._free: list[Connection] = []
+        self._closed = False
 
     @property
     def keep(self) -> int:
@@ -88,13 +89,14 @@ class ClaimConnections:
             await self._discard(conn)
             raise
         await self._used(conn)
-        if len(self._free) < self._keep:
+        if not self._closed and len(self._free) < self._keep:
             self._free.append(conn)
         else:
             await self._discard(conn)
 
     async def close(self) -> None:
-        """Hand every kept connection back (closed)."""
+        """Hand every kept connection back (closed); one lent now is closed on its return."""
+        self._closed = True
         free, self._free = self._free, []
         for conn in free:
             await self._discard(conn)
