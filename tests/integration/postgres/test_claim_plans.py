@@ -203,7 +203,10 @@ async def test_claims_beyond_the_kept_connections_hand_theirs_back_without_the_s
         hold.set()
         conns = await asyncio.gather(first, second)
         assert conns[0] is not conns[1]
-        assert sum(conn.closed for conn in conns) == 1  # one kept, the other closed
+        assert not any(conn.closed for conn in conns)  # one kept, the other reset, not closed
+        assert len(pool._claims._free) == 1
+        returned = next(conn for conn in conns if conn not in pool._claims._free)
+        assert returned.prepare_threshold == 5  # psycopg's default again
         for _ in range(4):  # the pool's connections: none carries the claim settings
             async with pool.connection() as conn:
                 assert (await scalar_rows(conn, "SHOW plan_cache_mode")) == [("auto",)]

@@ -18,10 +18,10 @@ connections set ``jit = off``.
 
 Only claims run on these connections, so both settings touch nothing else. A claim that finds
 every kept connection busy takes one more from the pool and keeps it afterwards, up to
-``keep``; beyond that, the connection is closed on its way back (the pool opens a fresh one
-without the settings). A connection whose statement failed is closed and handed back, never
-reused. A kept connection unused for ``IDLE_CHECK_SECS`` is checked before its next claim, like
-a pooled one.
+``keep``; beyond that, the connection's settings are reset on its way back to the pool (one
+round trip, no reconnection). A connection whose statement failed is closed and handed back,
+never reused. A kept connection unused for ``IDLE_CHECK_SECS`` is checked before its next
+claim, like a pooled one.
 """
 
 from __future__ import annotations
@@ -33,10 +33,12 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["CLAIM_SETTINGS", "ClaimConnections"]
+__all__ = ["CLAIM_RESET", "CLAIM_SETTINGS", "ClaimConnections"]
 
 CLAIM_SETTINGS = "SET plan_cache_mode = force_generic_plan; SET jit = off"
 """What a connection is set to, once, before its first claim."""
+CLAIM_RESET = "RESET plan_cache_mode; RESET jit"
+"""What a connection handed back to the pool is reset with."""
 
 Connection = psycopg.AsyncConnection[Any]
 Hook = Callable[[Connection], Awaitable[None]]
@@ -48,7 +50,7 @@ class ClaimConnections:
     Args:
         pool: where the connections come from and go back to.
         keep: how many to keep between claims (claims running at once beyond that use a
-            connection each, closed afterwards).
+            pooled connection each, set for the claim and reset afterwards).
         check: awaited on a kept connection before it is lent (the pool's idle check); raises
             if the connection is broken.
         used: awaited on a connection after a claim ran on it without failing.
@@ -66,6 +68,7 @@ class ClaimConnections:
         self._check = check
         self._used = used
         self._free: list[Connection] = []
+        self._thresholds: dict[int, int | None] = {}  # id(conn): its own prepare_threshold
         self._closed = False
 
     @property
@@ -89,10 +92,12 @@ class ClaimConnections:
             await self._discard(conn)
             raise
         await self._used(conn)
-        if not self._closed and len(self._free) < self._keep:
+        if self._closed:
+            await self._discard(conn)
+        elif len(self._free) < self._keep:
             self._free.append(conn)
         else:
-            await self._discard(conn)
+            await self._give_back(conn)
 
     async def close(self) -> None:
         """Hand every kept connection back (closed); one lent now is closed on its return."""
@@ -117,11 +122,24 @@ class ClaimConnections:
         except BaseException:
             await self._discard(conn)
             raise
+        self._thresholds[id(conn)] = conn.prepare_threshold
         conn.prepare_threshold = 0  # prepared from its first claim: planned once
         return conn
 
+    async def _give_back(self, conn: Connection) -> None:
+        """Hand ``conn`` back to the pool as it came: its settings reset (one round trip, no
+        reconnection); closed instead if even that fails."""
+        try:
+            await conn.execute(CLAIM_RESET, prepare=False)  # two commands: never prepared
+        except BaseException:
+            await self._discard(conn)
+            raise
+        conn.prepare_threshold = self._thresholds.pop(id(conn), conn.prepare_threshold)
+        await self._pool.putconn(conn)
+
     async def _discard(self, conn: Connection) -> None:
         """Close ``conn`` (its settings go with it) and hand it back: the pool replaces it."""
+        self._thresholds.pop(id(conn), None)
         try:
             await conn.close()
         finally:
