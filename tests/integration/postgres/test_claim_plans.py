@@ -240,17 +240,25 @@ def test_a_small_pool_keeps_no_claim_connection() -> None:
     assert isinstance(pool._claims, ClaimConnections)
 
 
-async def test_poll_only_claims_keep_no_session_settings(database_url: str, pg_schema: str) -> None:
-    """Behind a transaction-mode pooler (``poll_only``), a session's settings would stay on a
-    server connection that other clients' transactions use next: claims then run on plain
-    pooled connections."""
+async def test_poll_only_leaves_nothing_on_a_session_past_its_transaction(
+    database_url: str, pg_schema: str
+) -> None:
+    """Behind a transaction-mode pooler (``poll_only``), a session's settings or prepared
+    statements would stay on a server connection that other clients' transactions use next:
+    claims run on plain pooled connections and no statement is ever prepared."""
     async with PostgresBackend(
         database_url, schema=pg_schema, poll_only=True, poll_interval="30s"
     ) as backend:
+        producer = await Producer.create(PlanQueues, backend)
         store = store_of(backend)
-        await store.claim(PlanQueues.work.config, 1)
+        for n in range(8):  # more than psycopg's default threshold of 5 runs
+            await producer.enqueue(Step(n=n))
+            await store.claim(PlanQueues.work.config, 1)
         async with store._where().claiming() as conn:
             assert (await scalar_rows(conn, "SHOW plan_cache_mode")) == [("auto",)]
+            assert conn.prepare_threshold is None
+            prepared = await scalar_rows(conn, "SELECT count(*) FROM pg_prepared_statements")
+            assert prepared == [(0,)]
 
 
 async def test_a_claim_connection_returned_after_the_pool_closed_is_not_kept(

@@ -90,8 +90,10 @@ class PostgresBackend:
             it at most is kept aside for claims (one per claim running at once), each set to
             plan the claim once and never JIT-compile it (``plan_cache_mode``,
             ``jit``: PostgreSQL's "Query Planning" settings).
-        poll_only: no LISTEN connection (for PgBouncer in transaction mode): poll only. Claims
-            then run on plain pooled connections, with no session settings of their own.
+        poll_only: no LISTEN connection (for PgBouncer in transaction mode): poll only. Nothing
+            then outlives a transaction on the pool's connections: claims run on plain pooled
+            connections, with no session settings of their own, and no statement is prepared
+            (psycopg's ``prepare_threshold = None``, its advice for PgBouncer).
 
     Raises:
         ConfigError: a bad identifier, duration, count or flag (the message names it).
@@ -129,7 +131,7 @@ class PostgresBackend:
             conninfo,
             check_int(pool_size, "pool_size", low=1),
             f"queuey {self.owner}",
-            claim_settings=not self.poll_only,  # poll_only: behind a transaction-mode pooler
+            pooled_server=self.poll_only,  # poll_only: behind a transaction-mode pooler
         )
         self._store = Store(self.statements, conninfo, pool, owner=self.owner, lease=self.lease)
         self._waker = Waker()

@@ -119,15 +119,26 @@ def _pool_name(application_name: str) -> str:
 
 class Pool:
     """An autocommit pool of 1..``max_size`` connections named ``application_name``, opened by
-    ``open``, plus the connection kept for publishes and, with ``claim_settings``, those kept
-    for claims (``_claiming``; never behind a transaction-mode pooler, where a session's
-    settings would outlive the transaction on a server connection others share). psycopg's
-    log records name the pool like its connections (prefixed "queuey" if they are not), and
-    its per-attempt reconnection warnings are DEBUG records (the backend logs one line per
-    outage)."""
+    ``open``, plus the connection kept for publishes and those kept for claims
+    (``_claiming``). psycopg's log records name the pool like its connections (prefixed
+    "queuey" if they are not), and its per-attempt reconnection warnings are DEBUG records (the
+    backend logs one line per outage).
+
+    ``pooled_server``: the connections reach PostgreSQL through a transaction-mode pooler
+    (PgBouncer), where each transaction may run on another server connection, shared with other
+    clients. Nothing may then outlive a transaction: no claim connections with their session
+    settings, and no prepared statements (psycopg's ``prepare_threshold = None``; a statement
+    prepared on one server connection does not exist on the next, as psycopg's documentation
+    on PgBouncer says).
+    """
 
     def __init__(
-        self, conninfo: str, max_size: int, application_name: str, *, claim_settings: bool = True
+        self,
+        conninfo: str,
+        max_size: int,
+        application_name: str,
+        *,
+        pooled_server: bool = False,
     ) -> None:
         quiet_pool_logs()
         self._pool = AsyncConnectionPool(
@@ -136,14 +147,18 @@ class Pool:
             max_size=max_size,
             open=False,
             name=_pool_name(application_name),
-            kwargs={"autocommit": True, "application_name": application_name[:63]},
+            kwargs={
+                "autocommit": True,
+                "application_name": application_name[:63],
+                **({"prepare_threshold": None} if pooled_server else {}),
+            },
             check=_check_if_idle,
             reset=_mark_used,
             configure=_configure,
         )
         self._kept: Connection | None = None
         self._kept_busy = False
-        keep = max_size // 4 if claim_settings else 0
+        keep = 0 if pooled_server else max_size // 4
         self._claims = ClaimConnections(self._pool, keep, _check_if_idle, _mark_used)
 
     async def open(self) -> None:
