@@ -31,6 +31,7 @@ from queuey.backends.postgres import PostgresBackend, migrate, process_identity
 from queuey.backends.postgres._listen import Outage
 from queuey.backends.postgres._sql import migrations
 from tests.conftest import unique
+from tests.integration.postgres.plans import nodes
 
 
 class PgQueues(QueueSet, prefix="pg"):
@@ -285,7 +286,7 @@ async def test_the_claim_uses_the_partial_index_beside_many_done_rows(
     assert "Seq Scan" not in plan
     scanned = [
         node
-        for node in _nodes(json.loads(plan)[0]["Plan"])
+        for node in nodes(json.loads(plan)[0]["Plan"])
         if node.get("Index Name") == "queue_message_claim"
     ]
     assert scanned and all(node["Actual Rows"] <= 20 for node in scanned)
@@ -319,7 +320,7 @@ async def test_a_short_claim_finds_the_next_due_row_without_scanning_the_later_r
     due_in = rows[0][-1]
     assert 3500 < due_in < 3602  # the first later row: an hour and a second after the insert
     scanned = [
-        node for node in _nodes(plan[0]["Plan"]) if node.get("Index Name") == "queue_message_claim"
+        node for node in nodes(plan[0]["Plan"]) if node.get("Index Name") == "queue_message_claim"
     ]
     assert scanned
     read = sum(node["Actual Rows"] * node.get("Actual Loops", 1) for node in scanned)
@@ -355,7 +356,7 @@ async def test_a_short_claim_walks_the_entries_of_drained_rows_once(
         plan = await _explained_claim(conn, backend)
     ranges = [
         node
-        for node in _nodes(plan[0]["Plan"])
+        for node in nodes(plan[0]["Plan"])
         if node.get("Index Name") == "queue_message_claim"
         and "available_at <= now()" in node.get("Index Cond", "")
     ]
@@ -450,13 +451,6 @@ async def _explained_claim(conn: psycopg.AsyncConnection[Any], backend: Postgres
     plan = (await cursor.fetchone())[0]  # type: ignore[index]
     await conn.rollback()
     return plan
-
-
-def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [plan]
-    for child in plan.get("Plans", []):
-        found.extend(_nodes(child))
-    return found
 
 
 async def test_poll_only_mode_delivers_without_listen(database_url: str, pg_schema: str) -> None:

@@ -20,6 +20,7 @@ from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres import _pool as pool_module
 from queuey.backends.postgres._claiming import ClaimConnections
 from queuey.backends.postgres._store import Store
+from tests.integration.postgres.plans import nodes
 
 
 class PlanQueues(QueueSet, prefix="plans"):
@@ -94,13 +95,6 @@ async def explain_kept_claim(store: Store, limit: int) -> dict[str, Any]:
         async with conn.transaction(force_rollback=True):
             plan = (await (await conn.execute(explain)).fetchall())[0][0]
     return plan[0]  # type: ignore[no-any-return]
-
-
-def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [plan]
-    for child in plan.get("Plans", []):
-        found.extend(nodes(child))
-    return found
 
 
 async def test_claims_reuse_one_generic_plan_without_jit(backend: PostgresBackend) -> None:

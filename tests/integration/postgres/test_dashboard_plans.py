@@ -27,6 +27,7 @@ from queuey.backends.postgres import migrate
 from queuey.backends.postgres._dashboard import SCAN_BUDGET, PgDashboardStore
 from queuey.backends.postgres._dashboard_rows import JobFilter
 from tests.conftest import unique
+from tests.integration.postgres.plans import nodes
 
 pytestmark = pytest.mark.postgres
 
@@ -97,13 +98,6 @@ async def explain(
                 best = (took, document["Plan"])
     assert best is not None
     return best
-
-
-def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [plan]
-    for child in plan.get("Plans", []):
-        found.extend(nodes(child))
-    return found
 
 
 def check(name: str, took: float, plan: dict[str, Any], index: str) -> None:
