@@ -12,7 +12,9 @@ The workers share nothing but the database or broker, as workers on separate mac
 what holds for those holds here: a job a killed process was running comes back after its lease
 (PostgreSQL) or its channel's close (RabbitMQ), and is run at least once. Each process runs in
 a process group of its own, so a Ctrl-C in a terminal reaches the supervisor only and is passed
-on once, as a graceful SIGTERM.
+on once, as a graceful SIGTERM. A worker process outlives no supervisor: one whose supervisor is
+gone (killed with SIGKILL, say, so it could pass nothing on) sees its parent change within
+``PARENT_POLL`` seconds and stops gracefully, as on SIGTERM, handing back or finishing its jobs.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +35,9 @@ import click
 
 __all__ = [
     "INDEX_ENV",
+    "PARENT_POLL",
     "RESTART_BASE",
+    "SUPERVISOR_ENV",
     "RESTART_MAX",
     "STABLE_AFTER",
     "Supervisor",
@@ -44,6 +49,12 @@ log = logging.getLogger("queuey.cli.processes")
 
 INDEX_ENV = "QUEUEY_PROCESS_INDEX"
 """Set in each worker process a supervisor starts: its number, 1..N."""
+
+SUPERVISOR_ENV = "QUEUEY_SUPERVISOR_PID"
+"""Set in each worker process a supervisor starts: the supervisor's process id."""
+
+PARENT_POLL = 0.5
+"""How often (seconds) a worker process checks that its supervisor is still its parent."""
 
 RESTART_BASE = 0.5
 """Seconds before the first restart of a process that died."""
@@ -104,7 +115,7 @@ class Supervisor:
     def _start(self, slot: _Slot) -> None:
         if self.signals:  # told to stop before this one started
             return
-        env = {**self.env, INDEX_ENV: str(slot.index)}
+        env = {**self.env, INDEX_ENV: str(slot.index), SUPERVISOR_ENV: str(os.getpid())}
         slot.process = subprocess.Popen(self.command, env=env, process_group=0)
         slot.started = time.monotonic()
         slot.restart_at = None
@@ -185,14 +196,42 @@ class Supervisor:
 def supervise(processes: int, what: str) -> None:
     """Run this command as a supervisor of ``processes`` copies of itself, and exit, when
     ``processes`` is above 1 and this is not already one of those copies; else return (the
-    caller runs its one worker).
+    caller runs its one worker). In one of those copies it first starts the watch that stops
+    the worker gracefully once the supervisor is gone.
 
     Args:
         processes: the ``--processes`` value.
         what: the command's name for the start-up line (``"worker"``, ``"run"``).
     """
-    if processes <= 1 or INDEX_ENV in os.environ:
+    if INDEX_ENV in os.environ:
+        _follow_supervisor()
+        return
+    if processes <= 1:
         return
     command = [sys.executable, "-m", "queuey", *sys.argv[1:]]
     click.echo(f"queuey {what}: supervising {processes} worker processes", err=True)
     sys.exit(Supervisor(command, processes).run())
+
+
+def _follow_supervisor() -> None:
+    """In a worker process a supervisor started: stop gracefully when the supervisor is gone."""
+    raw = os.environ.get(SUPERVISOR_ENV, "")
+    if not raw.isdigit():
+        return
+    watch = threading.Thread(
+        target=_stop_when_orphaned, args=(int(raw),), name="queuey-supervisor-watch", daemon=True
+    )
+    watch.start()
+
+
+def _stop_when_orphaned(supervisor: int) -> None:
+    """Wait until this process's parent is no longer ``supervisor`` (it died and the process
+    was re-parented), then send this process SIGTERM: the worker's graceful shutdown."""
+    while os.getppid() == supervisor:
+        time.sleep(PARENT_POLL)
+    log.warning(
+        "supervisor (pid %d) is gone: stopping worker process %s gracefully",
+        supervisor,
+        os.environ.get(INDEX_ENV, "?"),
+    )
+    os.kill(os.getpid(), signal.SIGTERM)

@@ -1,6 +1,7 @@
 """``queuey worker --processes N``: a supervisor of N real worker processes. One killed with
 SIGKILL is replaced, its jobs come back after their lease and every job is handled at least
-once, none left behind; SIGTERM stops them all gracefully."""
+once, none left behind; SIGTERM stops them all gracefully; a supervisor killed with SIGKILL
+leaves no worker process behind, and nothing is lost."""
 
 from __future__ import annotations
 
@@ -32,13 +33,13 @@ def children(pid: int) -> set[int]:
     return {int(child) for child in text.split()}
 
 
-async def test_a_killed_worker_process_is_replaced_and_nothing_is_lost(
-    database_url: str, pg_schema: str
-) -> None:
-    await execute(database_url, runs_ddl(pg_schema))
-    async with PostgresBackend(database_url, schema=pg_schema) as backend:
-        producer = await Producer.create(ThreadQueues, backend)
-        await producer.enqueue_many([Nap(n=n, sleep_ms=50) for n in range(JOBS)])
+def worker_command(processes: int) -> list[str]:
+    """``queuey worker`` of ``processes_app`` (its environment: ``worker_env``)."""
+    target = "tests.integration.postgres.processes_app:build"
+    return [sys.executable, "-m", "queuey", "worker", target, "--processes", str(processes)]
+
+
+def worker_env(database_url: str, pg_schema: str) -> dict[str, str]:
     env = {
         **os.environ,
         "PYTHONPATH": python_path(),
@@ -46,15 +47,23 @@ async def test_a_killed_worker_process_is_replaced_and_nothing_is_lost(
         "QUEUEY_TEST_SCHEMA": pg_schema,
     }
     env.pop("QUEUEY_PROCESS_INDEX", None)
-    command = [
-        sys.executable,
-        "-m",
-        "queuey",
-        "worker",
-        "tests.integration.postgres.processes_app:build",
-        "--processes",
-        "2",
-    ]
+    env.pop("QUEUEY_SUPERVISOR_PID", None)
+    return env
+
+
+async def enqueue_naps(database_url: str, pg_schema: str, sleep_ms: int) -> None:
+    await execute(database_url, runs_ddl(pg_schema))
+    async with PostgresBackend(database_url, schema=pg_schema) as backend:
+        producer = await Producer.create(ThreadQueues, backend)
+        await producer.enqueue_many([Nap(n=n, sleep_ms=sleep_ms) for n in range(JOBS)])
+
+
+async def test_a_killed_worker_process_is_replaced_and_nothing_is_lost(
+    database_url: str, pg_schema: str
+) -> None:
+    await enqueue_naps(database_url, pg_schema, sleep_ms=50)
+    env = worker_env(database_url, pg_schema)
+    command = worker_command(processes=2)
     with tempfile.TemporaryFile() as errors:
         supervisor = subprocess.Popen(command, cwd=ROOT, env=env, stderr=errors)
         try:
@@ -98,3 +107,61 @@ async def test_a_killed_worker_process_is_replaced_and_nothing_is_lost(
     for pid in first | {newcomer}:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+async def test_a_killed_supervisor_leaves_no_worker_process_and_loses_nothing(
+    database_url: str, pg_schema: str
+) -> None:
+    await enqueue_naps(database_url, pg_schema, sleep_ms=200)
+    env = worker_env(database_url, pg_schema)
+    with tempfile.TemporaryFile() as errors:
+        supervisor = subprocess.Popen(worker_command(processes=2), cwd=ROOT, env=env, stderr=errors)
+        workers: set[int] = set()
+        try:
+
+            async def both_working() -> bool:
+                workers.update(children(supervisor.pid))
+                pids = {row[1] for row in await run_rows(database_url, pg_schema)}
+                return len(workers) == 2 and workers <= pids
+
+            await wait_for(both_working, timeout=60)
+            supervisor.kill()  # SIGKILL: it can pass nothing on to its workers
+            supervisor.wait()
+
+            async def workers_gone() -> bool:
+                return not any(alive(pid) for pid in workers)
+
+            await wait_for(workers_gone, timeout=30)
+        finally:
+            for pid in workers:
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+        errors.seek(0)
+        log = errors.read().decode()
+    assert f"supervisor (pid {supervisor.pid}) is gone" in log, log
+    assert "stopping worker process" in log
+    rows = await message_rows(database_url, pg_schema)
+    assert len(rows) == JOBS
+    assert not any(row[0] == "running" for row in rows.values())  # handed back or done
+    finisher = subprocess.Popen(worker_command(1), cwd=ROOT, env=env)
+    try:
+
+        async def all_done() -> bool:
+            rows = await message_rows(database_url, pg_schema)
+            return all(row[0] == "done" for row in rows.values())
+
+        await wait_for(all_done, timeout=120)
+    finally:
+        finisher.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(asyncio.to_thread(finisher.wait), 60)
+    runs = await run_rows(database_url, pg_schema)
+    assert {row[0] for row in runs} == set(range(JOBS))
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie counts as gone: it no longer runs code)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
