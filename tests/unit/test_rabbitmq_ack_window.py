@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from aio_pika.abc import AbstractIncomingMessage
-
 from queuey.backends.rabbitmq._acks import AckWindow
+from queuey.backends.rabbitmq._inbound import Inbound
 
 
 class FakeMessage:
@@ -31,7 +30,7 @@ def received(window: AckWindow, count: int) -> tuple[list[Any], list[tuple[int, 
     log: list[tuple[int, bool]] = []
     messages = [FakeMessage(tag, log) for tag in range(1, count + 1)]
     for message in messages:
-        window.received(cast(AbstractIncomingMessage, message))
+        window.received(cast(Inbound, message))
     return messages, log
 
 
@@ -62,7 +61,7 @@ async def test_deliveries_settled_on_their_own_do_not_break_the_prefix() -> None
 async def test_an_untracked_message_is_acked_on_its_own() -> None:
     window = AckWindow()
     log: list[tuple[int, bool]] = []
-    await window.ack(cast(AbstractIncomingMessage, FakeMessage(9, log)), later())
+    await window.ack(cast(Inbound, FakeMessage(9, log)), later())
     assert log == [(9, False)]
 
 
@@ -78,11 +77,11 @@ async def test_acks_not_sent_by_their_deadline_fail_with_a_timeout_together() ->
     log: list[tuple[int, bool]] = []
     messages = [StuckMessage(tag, log) for tag in (1, 2, 3)]
     for message in messages:
-        window.received(cast(AbstractIncomingMessage, message))
+        window.received(cast(Inbound, message))
     loop = asyncio.get_running_loop()
     began = loop.time()
     results = await asyncio.gather(
-        *(window.ack(cast(AbstractIncomingMessage, m), later(0.2)) for m in messages),
+        *(window.ack(cast(Inbound, m), later(0.2)) for m in messages),
         return_exceptions=True,
     )
     assert all(isinstance(result, TimeoutError) for result in results)

@@ -150,7 +150,9 @@ async def test_a_republished_message_carries_our_attempt_and_no_x_death(
     async with asyncio.timeout(5):
         delivery = await consumer.next()
     assert isinstance(delivery, RabbitMqDelivery)
-    assert "x-death" in (delivery._message.headers or {})  # it came back through a hold queue
+    assert "x-death" in (
+        delivery._message.properties().headers or {}
+    )  # it came back through a hold queue
     await delivery.retry(delivery.envelope.next_attempt(), timedelta(seconds=1), "boom")
     channel = await raw.channel()
     held = await channel.get_queue(f"{config.name}.hold.1000", ensure=False)

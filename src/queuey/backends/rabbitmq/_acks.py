@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
-from aio_pika.abc import AbstractIncomingMessage
+from queuey.backends.rabbitmq._inbound import Inbound
 
 __all__ = ["AckWindow"]
 
@@ -33,7 +33,7 @@ _SETTLED = 2  # acked, nacked or rejected on its own
 
 @dataclass(slots=True)
 class _Entry:
-    message: AbstractIncomingMessage
+    message: Inbound
     tag: int
     state: int = _OUT
     future: asyncio.Future[None] | None = None
@@ -49,21 +49,20 @@ class AckWindow:
         self._waiting: list[_Entry] = []  # handled, their ack not sent yet
         self._flushing: asyncio.Task[None] | None = None
 
-    def received(self, message: AbstractIncomingMessage) -> None:
+    def received(self, message: Inbound) -> None:
         """The broker delivered ``message`` on this channel (call before anything else)."""
         tag = message.delivery_tag
-        if tag is not None:
-            entry = self._tags[tag] = _Entry(message, tag)
-            self._order.append(entry)
+        entry = self._tags[tag] = _Entry(message, tag)
+        self._order.append(entry)
 
-    def settled(self, message: AbstractIncomingMessage) -> None:
+    def settled(self, message: Inbound) -> None:
         """``message`` was acked, nacked or rejected on its own (or given up on)."""
-        entry = self._tags.get(message.delivery_tag or -1)
+        entry = self._tags.get(message.delivery_tag)
         if entry is not None and entry.state != _ACK:
             entry.state = _SETTLED
             self._drop_settled_prefix()
 
-    async def ack(self, message: AbstractIncomingMessage, deadline: float) -> None:
+    async def ack(self, message: Inbound, deadline: float) -> None:
         """Acknowledge ``message``, coalesced with the other acks of this iteration, by
         ``deadline`` (event-loop time).
 
@@ -71,7 +70,7 @@ class AckWindow:
             TimeoutError: the ack was not sent by ``deadline``.
             Exception: whatever the channel raised while sending the ack.
         """
-        entry = self._tags.get(message.delivery_tag or -1)
+        entry = self._tags.get(message.delivery_tag)
         if entry is None or entry.state != _OUT:  # not tracked here: ack it on its own
             async with asyncio.timeout_at(deadline):
                 await message.ack()

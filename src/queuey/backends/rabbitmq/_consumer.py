@@ -26,14 +26,17 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
+from aio_pika.abc import AbstractChannel
+from aiormq.abc import AbstractChannel as UnderlayChannel
+from aiormq.abc import DeliveredMessage
 
 from queuey.backends.base import Delivery
 from queuey.backends.rabbitmq._acks import AckWindow
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
-from queuey.backends.rabbitmq._delivery import Origin, RabbitMqDelivery, channel_alive
+from queuey.backends.rabbitmq._delivery import Origin, RabbitMqDelivery
 from queuey.backends.rabbitmq._errors import describe, translated
+from queuey.backends.rabbitmq._inbound import Inbound
 from queuey.backends.rabbitmq._options import RabbitMqOptions
 from queuey.backends.rabbitmq._router import Router
 from queuey.backends.rabbitmq._topology import broker_name, dead_name
@@ -86,11 +89,11 @@ class RabbitMqConsumer:
         self._options = options
         self._on_finished = on_finished
         self._origin = Origin(config, dead_name(self.base), router, self._delivery_settled)
-        self._buffer: deque[AbstractIncomingMessage | None] = deque()  # None: no more
+        self._buffer: deque[Inbound | None] = deque()  # None: no more
         self._waiter: asyncio.Future[None] | None = None  # ``next`` waiting for the buffer
         self._supervisor: asyncio.Task[None] | None = None
         self._channel: AbstractChannel | None = None
-        self._consuming: tuple[AbstractQueue, str] | None = None
+        self._consuming: tuple[UnderlayChannel, str] | None = None
         self._stop_event = asyncio.Event()
         self._idle = False
         self._stopping = False
@@ -162,7 +165,8 @@ class RabbitMqConsumer:
 
     # -- receiving ----------------------------------------------------------------------------
 
-    async def _on_message(self, message: AbstractIncomingMessage) -> None:
+    async def _on_message(self, delivered: DeliveredMessage) -> None:
+        message = Inbound(delivered)
         self._window.received(message)
         if self._stopping:
             with contextlib.suppress(Exception):
@@ -171,7 +175,7 @@ class RabbitMqConsumer:
             return
         self._put(message)
 
-    def _put(self, message: AbstractIncomingMessage | None) -> None:
+    def _put(self, message: Inbound | None) -> None:
         """Buffer ``message`` (``None``: nothing more comes) and wake ``next``."""
         self._buffer.append(message)
         waiter = self._waiter
@@ -187,8 +191,8 @@ class RabbitMqConsumer:
             finally:
                 self._waiter = None
 
-    async def _deliver(self, message: AbstractIncomingMessage) -> Delivery | None:
-        if not channel_alive(message):
+    async def _deliver(self, message: Inbound) -> Delivery | None:
+        if not message.alive():
             return None  # its channel died with the connection: the broker redelivers it
         try:
             envelope = Envelope.from_bytes(message.body)
@@ -204,7 +208,7 @@ class RabbitMqConsumer:
         self._unsettled += 1
         return RabbitMqDelivery(self._origin, message, envelope, self._window)
 
-    async def _bury_malformed(self, message: AbstractIncomingMessage, reason: str) -> None:
+    async def _bury_malformed(self, message: Inbound, reason: str) -> None:
         dead = self._origin.dead
         log.error(
             "malformed message %s on %s moved to %s: %s",
@@ -219,7 +223,7 @@ class RabbitMqConsumer:
                 self.on_malformed(message.message_id, reason)
             except Exception:
                 log.exception("on_malformed callback failed")
-        copy = malformed_message(message.body, self.config.name, reason, message)
+        copy = malformed_message(message.body, self.config.name, reason, message.properties())
         deadline = self._router.deadline()
         try:
             await self._router.send(dead, copy, deadline=deadline)
@@ -277,10 +281,10 @@ class RabbitMqConsumer:
         while not self._stopping:
             cancelled.clear()
             await declare_queue(channel, self.config)  # re-creates a deleted queue
+            tag = _consumer_tag(self.base)
             with translated(f"consuming {self.base!r}"):
-                queue = await channel.get_queue(self.base, ensure=False)
-                tag = await queue.consume(self._on_message, consumer_tag=_consumer_tag(self.base))
-            self._consuming = (queue, tag)
+                await underlay.basic_consume(self.base, self._on_message, consumer_tag=tag)
+            self._consuming = (underlay, tag)
             self._idle = True
             try:
                 await _first(channel.closed(), cancelled.wait(), self._stop_event.wait())
@@ -297,9 +301,9 @@ class RabbitMqConsumer:
     async def _cancel_consuming(self) -> None:
         consuming, self._consuming = self._consuming, None
         if consuming is not None:
-            queue, tag = consuming
+            underlay, tag = consuming
             with contextlib.suppress(Exception):
-                await queue.cancel(tag, timeout=_CANCEL_TIMEOUT)
+                await underlay.basic_cancel(tag, timeout=_CANCEL_TIMEOUT)
 
 
 def _consumer_tag(base: str) -> str:

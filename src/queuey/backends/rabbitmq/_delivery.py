@@ -26,27 +26,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from aio_pika.abc import AbstractIncomingMessage, AbstractMessage
-from aio_pika.exceptions import ChannelInvalidStateError
+from aio_pika.abc import AbstractMessage
 
 from queuey.backends.rabbitmq._acks import AckWindow
+from queuey.backends.rabbitmq._inbound import Inbound
 from queuey.backends.rabbitmq._router import Hold, Router
 from queuey.backends.rabbitmq._wire import dead_headers, envelope_message, retry_headers
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, ConfigError, NotSupportedError
 from queuey.queues import QueueConfig
 
-__all__ = ["Origin", "RabbitMqDelivery", "channel_alive"]
+__all__ = ["Origin", "RabbitMqDelivery"]
 
 log = logging.getLogger("queuey.rabbitmq")
-
-
-def channel_alive(message: AbstractIncomingMessage) -> bool:
-    """Whether the channel ``message`` came on is still open (it can still be settled)."""
-    try:
-        return not message.channel.is_closed
-    except ChannelInvalidStateError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -72,7 +64,7 @@ class RabbitMqDelivery:
     def __init__(
         self,
         origin: Origin,
-        message: AbstractIncomingMessage,
+        message: Inbound,
         envelope: Envelope,
         window: AckWindow,
     ) -> None:
@@ -158,7 +150,7 @@ class RabbitMqDelivery:
         self._settled = True
         router = self._origin.router
         try:
-            if channel_alive(self._message):
+            if self._message.alive():
                 async with router.bounded(
                     f"releasing job {self._envelope.job_id}", router.deadline()
                 ):
@@ -184,7 +176,7 @@ class RabbitMqDelivery:
         router = self._origin.router
         deadline = router.deadline()  # one bound for the whole settle: publish, then ack
         try:
-            if not channel_alive(self._message):
+            if not self._message.alive():
                 raise BackendError(
                     f"the channel of job {self._envelope.job_id} was lost; "
                     "the broker will deliver it again"
@@ -219,7 +211,7 @@ class RabbitMqDelivery:
             # that keeps failing (a refused declaration, an oversized message) would spin; the
             # broker dead-letters a rejected message into ``q.dead`` instead, where it stays for
             # a person. If the channel is gone, the broker redelivers it anyway.
-            if channel_alive(self._message):
+            if self._message.alive():
                 log.error(
                     "could not publish the outcome of job %s (%s); moving it to the dead letters",
                     self._envelope.job_id,
