@@ -24,7 +24,7 @@ class QueueyRabbitmq(QueueyBench):
 
     def __init__(self) -> None:
         self.settings: dict[str, Any] = {
-            "driver": "aio-pika",
+            "driver": "aio-pika (publish), aiormq (consume)",
             "prefetch": PREFETCH,
             "max_priority": MAX_PRIORITY,
             "concurrency": "default (= prefetch)",
