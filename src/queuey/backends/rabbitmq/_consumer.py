@@ -3,8 +3,10 @@
 A consumer owns one channel at a time with ``basic.qos(prefetch)``, and a supervisor task that
 (re)establishes the broker consumer: after the connection comes back, and after the broker
 cancels it while the channel stays open (its queue was deleted; the queue is declared again).
-Messages land in a local buffer that ``next`` hands out as ``RabbitMqDelivery`` objects (see
-``_delivery``).
+The broker consumer is registered with aiormq's ``basic_consume`` on the channel's underlying
+aiormq channel, not with aio-pika's ``Queue.consume`` (``_inbound`` says why); each message
+lands, as an ``Inbound``, in a local buffer that ``next`` hands out as ``RabbitMqDelivery``
+objects (see ``_delivery``).
 
 A consumer is handed the backend's ``Link`` (for channels) and ``Router`` (to publish), never
 the backend; it says it has finished through the ``on_finished`` callback it was given.
