@@ -14,10 +14,14 @@ full property set is built only for the rare malformed message copied to ``q.dea
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import TYPE_CHECKING, cast
 
 from aio_pika import IncomingMessage
 from aio_pika.abc import AbstractIncomingMessage
 from aiormq.abc import AbstractChannel, DeliveredMessage
+
+if TYPE_CHECKING:
+    from pamqp.commands import Basic
 
 __all__ = ["Inbound"]
 
@@ -37,7 +41,8 @@ class Inbound:
         self._delivered = delivered
         self.body = delivered.body
         self.channel: AbstractChannel = delivered.channel
-        self.delivery_tag: int = delivered.delivery_tag or 0
+        deliver = cast("Basic.Deliver", delivered.delivery)  # a consumer gets basic.deliver only
+        self.delivery_tag: int = deliver.delivery_tag or 0
 
     @property
     def message_id(self) -> str | None:
