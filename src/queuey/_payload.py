@@ -278,12 +278,10 @@ def _lost(python: Any, written: Any, path: str) -> Problem | None:
         return (path, f"is {problem}") if problem is not None and written is None else None
     if isinstance(python, dict) and isinstance(written, dict):
         for key, item in python.items():
-            if key in written:
-                counterpart = written[key]
-            elif (text := _key_text(key)) in written:
-                counterpart = written[text]
-            else:
+            text = next((t for t in _written_keys(key) if t in written), None)
+            if text is None:
                 continue  # a key pydantic wrote another way: not comparable
+            counterpart = written[text]
             named = isinstance(key, str) and key.isidentifier()
             found = _lost(item, counterpart, f"{path}.{key}" if named else f"{path}[{key!r}]")
             if found is not None:
@@ -302,6 +300,15 @@ def _key_text(key: Any) -> str:
         return json.dumps(key) if not isinstance(key, str) else key
     except (TypeError, ValueError):
         return str(key)
+
+
+def _written_keys(key: Any) -> tuple[Any, ...]:
+    """The keys under which ``model_dump(mode="json")`` may have written ``key``: itself, its
+    JSON text (``true``, ``1.5``) or its ``str`` (``None``); pydantic writes a non-finite float
+    key as ``"None"`` too."""
+    if isinstance(key, float) and not math.isfinite(key):
+        return (key, "None")
+    return (key, _key_text(key), str(key))
 
 
 def _model_problem(model: BaseModel, path: str, exc: BaseException) -> Problem:

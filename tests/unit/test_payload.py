@@ -141,6 +141,10 @@ def _json_types(value: Any) -> Any:
             "job type 'shop.Order': Order.extra.a[1] is Infinity, which is not JSON",
         ),
         (
+            Order(extra={None: math.inf}),  # pydantic writes the key as "None", the value as null
+            "job type 'shop.Order': Order.extra[None] is Infinity, which is not JSON",
+        ),
+        (
             Order(lines=[Line(note={"k\ud800": 1})]),
             "job type 'shop.Order': Order.lines[0].note has a key with a lone surrogate "
             "('\\ud800' at index 1), which is not JSON: it has no UTF-8 encoding",
