@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from queuey.backends.rabbitmq import RabbitMqOptions
 from queuey.backends.rabbitmq import _topology as topology
-from queuey.backends.rabbitmq._errors import precondition_message, redact
+from queuey.backends.rabbitmq._errors import precondition_message, redact, type_switch
 from queuey.backends.rabbitmq._wire import (
+    DELIVERY_LIMIT_REASON,
     dead_letter_of,
     dead_reason,
     envelope_message,
@@ -181,3 +182,78 @@ def test_precondition_on_max_priority_says_what_to_do() -> None:
 def test_options_are_validated(kwargs: dict[str, timedelta]) -> None:
     with pytest.raises(ConfigError, match="RabbitMqOptions"):
         RabbitMqOptions(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"queue_type": "mirrored"}, 'queue_type: must be "classic" or "quorum"'),
+        ({"max_redeliveries": 0}, "max_redeliveries: expected an integer"),
+        ({"max_redeliveries": True}, "max_redeliveries: expected an integer"),
+    ],
+)
+def test_quorum_options_are_validated(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=f"RabbitMqOptions: {message}"):
+        RabbitMqOptions(**kwargs)  # type: ignore[arg-type]
+
+
+def test_quorum_arguments() -> None:
+    quorum = topology.Quorum(delivery_limit=4)
+    config = QueueConfig("app.q", max_priority=0, message_ttl=SECOND)
+    assert topology.main_arguments(config, quorum) == {
+        "x-dead-letter-exchange": "",
+        "x-dead-letter-routing-key": "app.q.dead",
+        "x-queue-type": "quorum",
+        "x-dead-letter-strategy": "at-least-once",
+        "x-overflow": "reject-publish",
+        "x-delivery-limit": 4,
+        "x-message-ttl": 1000,
+    }
+    assert topology.dead_arguments(quorum) == {"x-queue-type": "quorum"}
+    assert topology.dead_arguments() == {}
+    hold = topology.hold_arguments("app.q", 1000, quorum)
+    assert hold["x-dead-letter-strategy"] == "at-least-once"
+    assert hold["x-overflow"] == "reject-publish"
+    assert hold["x-queue-type"] == "quorum"
+    assert "x-delivery-limit" not in hold  # nobody consumes a hold queue
+
+
+def test_check_quorum_refuses_priorities_and_transient_queues() -> None:
+    topology.check_quorum(QueueConfig("app.q", max_priority=0))
+    with pytest.raises(ConfigError, match=r"'app\.q': max_priority=3, but quorum queues"):
+        topology.check_quorum(QueueConfig("app.q", max_priority=3))
+    with pytest.raises(ConfigError, match=r"'app\.q': durable=False"):
+        topology.check_quorum(QueueConfig("app.q", max_priority=0, durable=False))
+
+
+@pytest.mark.parametrize(
+    ("argument", "received", "current", "quorum", "expected"),
+    [
+        ("x-max-priority", "none", "the value '10' of type 'byte'", True, "classic"),
+        ("x-queue-type", "the value 'quorum' of type 'longstr'", "none", True, "classic"),
+        ("x-delivery-limit", "the value '4' of type 'signedint'", "none", True, "classic"),
+        ("x-queue-type", "none", "the value 'quorum' of type 'longstr'", False, "quorum"),
+        ("x-delivery-limit", "the value '4' of type 'long'", "the value '2' of type 'long'",
+         True, None),
+        ("x-max-priority", "the value '10' of type 'byte'", "none", False, None),
+    ],
+)  # fmt: skip
+def test_a_type_switch_is_named_with_the_way_out(
+    argument: str, received: str, current: str, quorum: bool, expected: str | None
+) -> None:
+    text = (
+        f"PRECONDITION_FAILED - inequivalent arg '{argument}' for queue 'app.q' in vhost '/': "
+        f"received {received} but current is {current}"
+    )
+    message = type_switch(ChannelPreconditionFailed(text), quorum)
+    if expected is None:
+        assert message is None
+        return
+    assert message is not None
+    assert message.startswith(f"queue 'app.q' exists as a {expected} queue")
+    assert "stop the producers, let the old workers drain it" in message
+
+
+def test_a_delivery_limit_death_is_spelled_out() -> None:
+    deaths = {"x-death": [{"reason": "delivery_limit", "queue": "app.q", "count": 1}]}
+    assert dead_reason(deaths) == DELIVERY_LIMIT_REASON

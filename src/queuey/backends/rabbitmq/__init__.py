@@ -1,5 +1,6 @@
-"""The RabbitMQ backend (DESIGN §5): classic queues with priorities, TTL hold queues that
-dead-letter back, publisher confirms, and a connection that comes back after a restart.
+"""The RabbitMQ backend (DESIGN §5): classic queues with priorities (or replicated quorum
+queues, ``RabbitMqOptions(queue_type="quorum")``), TTL hold queues that dead-letter back,
+publisher confirms, and a connection that comes back after a restart.
 
 ```python
 from queuey.backends.rabbitmq import RabbitMqBackend, RabbitMqOptions

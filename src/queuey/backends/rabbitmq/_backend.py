@@ -1,4 +1,5 @@
-"""``RabbitMqBackend``: the ``Backend`` contract on RabbitMQ 3.10+ classic queues (DESIGN §5).
+"""``RabbitMqBackend``: the ``Backend`` contract on RabbitMQ 3.10+ classic or quorum queues
+(DESIGN §5, §10).
 
 The backend is a thin assembler: it owns a ``Link`` (the connection and its reconnection,
 ``_connection``), a ``Router`` (routing, hold queues, confirmed publishes and the declared
@@ -24,6 +25,7 @@ from queuey.backends.rabbitmq._lifecycle import Lifecycle
 from queuey.backends.rabbitmq._options import RabbitMqOptions
 from queuey.backends.rabbitmq._router import Router
 from queuey.backends.rabbitmq._topology import (
+    Quorum,
     broker_name,
     check_limits,
     check_name,
@@ -62,6 +64,11 @@ class RabbitMqBackend:
       ``options.publish_timeout`` in total, however many other calls are waiting: when the
       broker is unreachable it fails with a ``BackendError`` saying so.
     - Topic queues are named ``queuey-topic.<topic>`` on the broker (see ``_topology``).
+    - With ``options.queue_type="quorum"`` every queue is a replicated quorum queue that
+      dead-letters at least once; a queue with priorities or ``durable=False`` is then refused
+      (``ConfigError``), and a job whose worker is lost ``options.max_redeliveries`` times is
+      dead-lettered by the broker. A queue that exists as the other type is a ``BackendError``
+      naming it and the migration path.
 
     Args:
         url: ``amqp://user:password@host:port/vhost`` (the password is never logged).
@@ -77,7 +84,9 @@ class RabbitMqBackend:
         """The longest delay a hold queue takes: about 24.8 days."""
         self._lifecycle = Lifecycle()
         self._link = Link(url, self.options)
-        self._router = Router(self._link, self._lifecycle, self.options.hold_granularity)
+        self._router = Router(
+            self._link, self._lifecycle, self.options.hold_granularity, _quorum(self.options)
+        )
         self._link.restore = self._router.restore
         self._consumers: set[RabbitMqConsumer] = set()
         self._guard = LoopGuard("RabbitMqBackend", self.close)
@@ -143,11 +152,12 @@ class RabbitMqBackend:
         for config in queues:
             check_name(broker_name(config.name, config.kind))
             check_limits(config, self.max_delay)
+            self._router.check(config)
         async with self._link.bounded("declaring queues", self._link.deadline()):
             channel = await self._link.channel()
             try:
                 for config in queues:
-                    await declare_queue(channel, config)
+                    await declare_queue(channel, config, self._router.quorum)
                     self._router.remember(config)
             finally:
                 await close_quietly(channel)
@@ -210,7 +220,12 @@ class RabbitMqBackend:
 
         It starts consuming on its first ``next()``, and comes back by itself after a
         reconnection or after the broker cancels it (its queue deleted).
+
+        Raises:
+            ConfigError: ``queue`` cannot be a quorum queue (``queue_type="quorum"``: it has
+                priorities or is not durable).
         """
+        self._router.check(queue)
         consumer = RabbitMqConsumer(
             self._link, self._router, queue, self.options, self._consumers.discard
         )
@@ -329,3 +344,9 @@ class RabbitMqBackend:
     @property
     def _timeout(self) -> float:
         return self.options.publish_timeout.total_seconds()
+
+
+def _quorum(options: RabbitMqOptions) -> Quorum | None:
+    """The quorum queues ``options`` ask for: a job lost ``max_redeliveries`` times is
+    dead-lettered, so the broker may return it ``max_redeliveries - 1`` times."""
+    return Quorum(options.max_redeliveries - 1) if options.quorum else None

@@ -36,7 +36,7 @@ from queuey.backends.base import Delivery
 from queuey.backends.rabbitmq._acks import AckWindow
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
-from queuey.backends.rabbitmq._delivery import Origin, RabbitMqDelivery
+from queuey.backends.rabbitmq._delivery import Origin, RabbitMqDelivery, hand_back
 from queuey.backends.rabbitmq._errors import describe, translated
 from queuey.backends.rabbitmq._inbound import Inbound
 from queuey.backends.rabbitmq._options import RabbitMqOptions
@@ -171,8 +171,8 @@ class RabbitMqConsumer:
         message = Inbound(delivered)
         self._window.received(message)
         if self._stopping:
-            with contextlib.suppress(Exception):
-                await message.nack(requeue=True)  # arrived after stop: back to the queue
+            with contextlib.suppress(Exception):  # arrived after stop: back to the queue
+                await hand_back(message, self._router, _envelope_or_none(message.body))
             self._window.settled(message)
             return
         self._put(message)
@@ -282,7 +282,7 @@ class RabbitMqConsumer:
         underlay.on_consumer_cancel_callbacks.add(lambda _frame: cancelled.set())
         while not self._stopping:
             cancelled.clear()
-            await declare_queue(channel, self.config)  # re-creates a deleted queue
+            await declare_queue(channel, self.config, self._router.quorum)  # if it was deleted
             tag = _consumer_tag(self.base)
             with translated(f"consuming {self.base!r}"):
                 await underlay.basic_consume(self.base, self._on_message, consumer_tag=tag)
@@ -306,6 +306,13 @@ class RabbitMqConsumer:
             underlay, tag = consuming
             with contextlib.suppress(Exception):
                 await underlay.basic_cancel(tag, timeout=_CANCEL_TIMEOUT)
+
+
+def _envelope_or_none(body: bytes) -> Envelope | None:
+    try:
+        return Envelope.from_bytes(body)
+    except MalformedEnvelopeError:
+        return None
 
 
 def _consumer_tag(base: str) -> str:

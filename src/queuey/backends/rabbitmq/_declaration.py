@@ -10,7 +10,7 @@ import contextlib
 from aio_pika.abc import AbstractChannel
 
 from queuey.backends.rabbitmq import _topology as topology
-from queuey.backends.rabbitmq._errors import translated
+from queuey.backends.rabbitmq._errors import declaring, translated
 from queuey.queues import QueueConfig
 
 __all__ = ["close_quietly", "declare_queue"]
@@ -18,20 +18,31 @@ __all__ = ["close_quietly", "declare_queue"]
 _CLOSE_TIMEOUT = 5.0  # seconds to wait for the broker to confirm a channel.close
 
 
-async def declare_queue(channel: AbstractChannel, config: QueueConfig) -> None:
-    """Declare ``config``'s dead-letter queue, then its main queue, on ``channel``.
+async def declare_queue(
+    channel: AbstractChannel, config: QueueConfig, quorum: topology.Quorum | None = None
+) -> None:
+    """Declare ``config``'s dead-letter queue, then its main queue, on ``channel``: classic
+    queues, or quorum queues when ``quorum`` is given.
 
     The dead-letter queue comes first: the main queue dead-letters expired messages into it.
 
     Raises:
         BackendError: the broker refused (the channel is then closed); for an existing queue
-            with other arguments the message says what to do.
+            with other arguments, or of the other type (classic or quorum), the message names
+            it and says what to do.
     """
     base = topology.broker_name(config.name, config.kind)
-    with translated(f"declaring queue {base!r}"):
-        await channel.declare_queue(topology.dead_name(base), durable=True)
+    what = f"declaring queue {base!r}"
+    with translated(what), declaring(what, quorum is not None):
         await channel.declare_queue(
-            base, durable=config.durable, arguments=dict(topology.main_arguments(config))
+            topology.dead_name(base),
+            durable=True,
+            arguments=dict(topology.dead_arguments(quorum)),
+        )
+        await channel.declare_queue(
+            base,
+            durable=config.durable,
+            arguments=dict(topology.main_arguments(config, quorum)),
         )
 
 

@@ -36,7 +36,7 @@ from queuey.envelope import Envelope
 from queuey.errors import BackendError, ConfigError, NotSupportedError
 from queuey.queues import QueueConfig
 
-__all__ = ["Origin", "RabbitMqDelivery"]
+__all__ = ["Origin", "RabbitMqDelivery", "hand_back"]
 
 log = logging.getLogger("queuey.rabbitmq")
 
@@ -138,8 +138,8 @@ class RabbitMqDelivery:
         await self._settle(self._origin.dead, message, None)
 
     async def release(self) -> None:
-        """Hand the message back to its queue untouched (``basic.nack`` with requeue): it is
-        delivered again, no attempt spent (graceful shutdown cancelled its handler).
+        """Hand the message back to its queue untouched: it is delivered again, no attempt
+        spent (graceful shutdown cancelled its handler). See ``hand_back``.
 
         Raises:
             BackendError: already settled, or the nack failed (the broker redelivers the
@@ -148,13 +148,9 @@ class RabbitMqDelivery:
         if self._settled:
             raise BackendError(f"delivery of job {self._envelope.job_id} already settled")
         self._settled = True
-        router = self._origin.router
         try:
             if self._message.alive():
-                async with router.bounded(
-                    f"releasing job {self._envelope.job_id}", router.deadline()
-                ):
-                    await self._message.nack(requeue=True)
+                await hand_back(self._message, self._origin.router, self._envelope)
         finally:
             self._window.settled(self._message)
             await self._origin.settled()
@@ -220,3 +216,33 @@ class RabbitMqDelivery:
                 with contextlib.suppress(Exception):
                     await self._message.reject(requeue=False)
             raise
+
+
+async def hand_back(message: Inbound, router: Router, envelope: Envelope | None) -> None:
+    """Return ``message`` (carrying ``envelope``, if it is one) to its queue, all within
+    ``publish_timeout``.
+
+    On classic queues (or without an envelope) it is a ``basic.nack`` with requeue. On quorum
+    queues a nack counts as a delivery against ``x-delivery-limit``, so a job handed back by a
+    shutdown or a pause would be dead-lettered after a few of them without ever failing: the
+    envelope is published again to the end of its queue (confirmed), then the original is
+    acknowledged. If that publish fails, the message is nacked after all (never lost).
+
+    Raises:
+        BackendError: the nack or the ack failed (the broker redelivers the message when the
+            channel closes anyway), or the broker did not answer in time.
+    """
+    deadline = router.deadline()
+    what = "handing back job " + (envelope.job_id if envelope is not None else "?")
+    if router.quorum is not None and envelope is not None:
+        key, _ = router.route(envelope, None)
+        try:
+            await router.send(key, envelope_message(envelope), deadline=deadline)
+        except Exception as exc:
+            log.warning("%s: could not publish it again (%s); requeueing it", what, exc)
+        else:
+            async with router.bounded(what, deadline):
+                await message.ack()
+            return
+    async with router.bounded(what, deadline):
+        await message.nack(requeue=True)

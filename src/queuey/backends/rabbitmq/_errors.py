@@ -23,14 +23,23 @@ from queuey.errors import BackendError, QueueyError
 
 __all__ = [
     "UnroutableError",
+    "declaring",
     "describe",
     "password_of",
     "precondition_message",
+    "type_switch",
     "redact",
     "translated",
 ]
 
 _INEQUIVALENT = re.compile(r"inequivalent arg '([^']+)' for queue '([^']+)'")
+_QUORUM_ONLY = ("x-queue-type", "x-delivery-limit", "x-dead-letter-strategy", "x-overflow")
+_MIGRATION = (
+    "RabbitMQ cannot change a queue's type. Move its messages first (docs: Running on a "
+    "cluster, switching queue types): stop the producers, let the old workers drain it, delete "
+    "it with its .dead and .hold.* queues, then declare it again; or declare the new queues in "
+    "a new vhost and drain the old one there"
+)
 
 
 class UnroutableError(BackendError):
@@ -89,6 +98,50 @@ def precondition_message(exc: ChannelPreconditionFailed) -> str:
         "RabbitMQ cannot change a queue's arguments: drain and delete the queue, or declare "
         "it with its current options"
     )
+
+
+def type_switch(exc: ChannelPreconditionFailed, quorum: bool) -> str | None:
+    """The message for a refusal that means an existing queue is of the other type (classic
+    when declaring a quorum queue, or the reverse), naming the queue and the migration path;
+    ``None`` for any other refusal.
+
+    Args:
+        exc: the broker's refusal of a declaration.
+        quorum: whether a quorum queue was being declared.
+    """
+    text = describe(exc)
+    match = _INEQUIVALENT.search(text)
+    if match is None:
+        return None
+    argument, queue = match.groups()
+    current_none = text.rstrip().endswith("current is none")
+    if quorum and (argument == "x-max-priority" or (argument in _QUORUM_ONLY and current_none)):
+        return f"queue {queue!r} exists as a classic queue, not a quorum queue ({text}). " + (
+            _MIGRATION
+        )
+    if not quorum and argument in _QUORUM_ONLY and not current_none:
+        return f"queue {queue!r} exists as a quorum queue, not a classic queue ({text}). " + (
+            _MIGRATION
+        )
+    return None
+
+
+@contextmanager
+def declaring(what: str, quorum: bool) -> Iterator[None]:
+    """A refusal inside the block that means the queue exists as the other type (see
+    ``type_switch``) becomes a ``BackendError`` saying so, naming the queue and what to do;
+    everything else passes through untouched (wrap it in ``translated`` as well).
+
+    Raises:
+        BackendError: the queue exists as the other type.
+    """
+    try:
+        yield
+    except ChannelPreconditionFailed as exc:
+        switch = type_switch(exc, quorum)
+        if switch is None:
+            raise
+        raise BackendError(f"{what}: {switch}") from exc
 
 
 @contextmanager

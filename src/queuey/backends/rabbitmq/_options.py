@@ -7,13 +7,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Literal
 
-from queuey._validation import Site, check_str
+from queuey._validation import Site, check_int, check_str
 
-__all__ = ["RabbitMqOptions"]
+__all__ = ["QueueType", "RabbitMqOptions"]
+
+QueueType = Literal["classic", "quorum"]
+"""The kind of broker queue every queue of a backend is declared as."""
 
 
 _SITE = Site("RabbitMqOptions")
+_MAX_LIMIT = 2**31 - 1  # x-delivery-limit is a signed 32-bit integer on the wire
 _DURATIONS = (
     "hold_granularity",
     "heartbeat",
@@ -43,11 +48,23 @@ class RabbitMqOptions:
             the broker's confirm before it fails with ``BackendError`` (default 30 s).
         connection_name: shown by ``rabbitmqctl list_connections client_properties`` and the
             management UI (default ``"queuey"``).
+        queue_type: ``"classic"`` (the default) or ``"quorum"``: every queue this backend
+            declares (main, ``.dead`` and hold queues) is then a replicated quorum queue,
+            dead-lettering at least once (``x-dead-letter-strategy=at-least-once``,
+            ``x-overflow=reject-publish``). Quorum queues of RabbitMQ 3.10 have no priorities
+            and are always durable: a queue with ``max_priority`` > 0 or ``durable=False`` is
+            refused at ``declare`` (``ConfigError``). An existing queue cannot change its type.
+        max_redeliveries: on quorum queues, the deliveries a job may lose (its worker's
+            channel or connection died, or a graceful shutdown handed it back) before the
+            broker moves it to ``q.dead`` instead of delivering it again
+            (``x-delivery-limit``; default 5, at least 1). Classic queues count nothing: a job
+            whose handler keeps killing its process is delivered again forever.
 
     Raises:
         ConfigError: a duration is zero or negative, ``hold_granularity`` is not a whole
-            number of milliseconds, ``reconnect_max`` < ``reconnect_initial``, or
-            ``connection_name`` is not a string.
+            number of milliseconds, ``reconnect_max`` < ``reconnect_initial``,
+            ``connection_name`` is not a string, ``queue_type`` is neither ``"classic"`` nor
+            ``"quorum"``, or ``max_redeliveries`` is not an integer >= 1.
     """
 
     hold_granularity: timedelta = timedelta(seconds=1)
@@ -57,6 +74,8 @@ class RabbitMqOptions:
     reconnect_max: timedelta = timedelta(seconds=5)
     publish_timeout: timedelta = timedelta(seconds=30)
     connection_name: str = "queuey"
+    queue_type: QueueType = "classic"
+    max_redeliveries: int = 5
 
     def __post_init__(self) -> None:
         for name in _DURATIONS:
@@ -72,6 +91,16 @@ class RabbitMqOptions:
                 f"got {self.reconnect_max!r}",
             )
         check_str(self.connection_name, "connection_name", site=_SITE)
+        if self.queue_type not in ("classic", "quorum"):
+            raise _SITE.error(
+                "queue_type", f'must be "classic" or "quorum", got {self.queue_type!r}'
+            )
+        check_int(self.max_redeliveries, "max_redeliveries", low=1, high=_MAX_LIMIT, site=_SITE)
+
+    @property
+    def quorum(self) -> bool:
+        """Whether the queues are quorum queues."""
+        return self.queue_type == "quorum"
 
 
 def _check_positive(value: object, name: str) -> None:

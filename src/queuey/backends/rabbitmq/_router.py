@@ -35,11 +35,13 @@ from aio_pika.abc import AbstractConnection, AbstractMessage
 
 from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
-from queuey.backends.rabbitmq._errors import UnroutableError, translated
+from queuey.backends.rabbitmq._errors import UnroutableError, declaring, translated
 from queuey.backends.rabbitmq._lifecycle import Lifecycle
 from queuey.backends.rabbitmq._topology import (
     HOLD_INFIX,
+    Quorum,
     broker_name,
+    check_quorum,
     dead_name,
     hold_arguments,
     hold_name,
@@ -73,9 +75,18 @@ class Router:
         link: the backend's connection.
         lifecycle: the backend's open/closed state; nothing is published unless open.
         hold_granularity: delays are rounded up to a whole number of these.
+        quorum: declare quorum queues (``None``: classic queues).
     """
 
-    def __init__(self, link: Link, lifecycle: Lifecycle, hold_granularity: timedelta) -> None:
+    def __init__(
+        self,
+        link: Link,
+        lifecycle: Lifecycle,
+        hold_granularity: timedelta,
+        quorum: Quorum | None = None,
+    ) -> None:
+        self.quorum = quorum
+        """Whether (and how) the queues are quorum queues; ``None`` for classic queues."""
         self._link = link
         self._lifecycle = lifecycle
         self._granularity = hold_granularity
@@ -87,6 +98,15 @@ class Router:
         """How many hold-queue declarations were sent to the broker (for tests and operators)."""
 
     # -- the declared queues ------------------------------------------------------------------
+
+    def check(self, config: QueueConfig) -> None:
+        """Refuse a queue these queues cannot be (quorum queues: no priorities, durable).
+
+        Raises:
+            ConfigError: naming the queue and what to change.
+        """
+        if self.quorum is not None:
+            check_quorum(config)
 
     def remember(self, config: QueueConfig) -> None:
         """Record ``config`` as declared (the first config of a name wins)."""
@@ -121,7 +141,7 @@ class Router:
             channel = await connection.channel(publisher_confirms=False)
         try:
             for config in configs:
-                await declare_queue(channel, config)
+                await declare_queue(channel, config, self.quorum)
         finally:
             await close_quietly(channel)
 
@@ -269,11 +289,12 @@ class Router:
             channel = await self._link.declarer()
             generation = self._link.generation
             self.hold_declarations += 1
-            await channel.declare_queue(
-                hold.name,
-                durable=hold.durable,
-                arguments=dict(hold_arguments(hold.base, hold.ttl_ms)),
-            )
+            with declaring(what, self.quorum is not None):
+                await channel.declare_queue(
+                    hold.name,
+                    durable=hold.durable,
+                    arguments=dict(hold_arguments(hold.base, hold.ttl_ms, self.quorum)),
+                )
             trusted = asyncio.get_running_loop().time() + hold.ttl_ms / 2000
             self._fresh[hold.name] = (generation, trusted)
             self._holds.add(hold.name)

@@ -19,6 +19,15 @@ broker queue           arguments
                        and ``q`` orders it).
 =====================  =====================================================================
 
+With ``RabbitMqOptions(queue_type="quorum")`` (a ``Quorum`` here) every one of them is a quorum
+queue (``x-queue-type`` ``quorum``): the main queue and the hold queues also take
+``x-dead-letter-strategy`` ``at-least-once`` with ``x-overflow`` ``reject-publish`` (RabbitMQ
+3.10: the broker keeps a dead letter until the target queue confirms it, so an expiry or a
+rejection moves a message, never drops it when a node dies), and the main queue takes
+``x-delivery-limit``: a message returned more times than that (its consumer's channel died
+with it unsettled) goes to ``q.dead``. Quorum queues of 3.10 have no ``x-max-priority`` and are
+always durable, so ``check_quorum`` refuses a queue that asks for either.
+
 Hold queues serve retries, ``enqueue_after`` and deferrals alike, so a long delay never blocks
 a short one (each queue holds messages of a single TTL, which therefore expire in order).
 Delays are rounded up to the hold granularity (1 s by default) and refused above
@@ -37,6 +46,7 @@ prefix ``queuey-topic`` to collide).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import timedelta
 
 from queuey.envelope import Kind
@@ -50,8 +60,11 @@ __all__ = [
     "MAX_NAME_BYTES",
     "MAX_TTL_MS",
     "TOPIC_PREFIX",
+    "Quorum",
     "broker_name",
     "check_name",
+    "check_quorum",
+    "dead_arguments",
     "dead_name",
     "hold_arguments",
     "hold_name",
@@ -73,6 +86,25 @@ MAX_NAME_BYTES = 255
 """AMQP's limit on a queue name (a short string), in bytes."""
 
 Arguments = dict[str, int | str]
+
+
+@dataclass(frozen=True)
+class Quorum:
+    """Declare quorum queues; a message returned more than ``delivery_limit`` times is
+    dead-lettered (so it is delivered at most ``delivery_limit + 1`` times).
+
+    Attributes:
+        delivery_limit: ``x-delivery-limit`` of the main queues (>= 0).
+    """
+
+    delivery_limit: int
+
+
+_AT_LEAST_ONCE: Arguments = {
+    "x-queue-type": "quorum",
+    "x-dead-letter-strategy": "at-least-once",
+    "x-overflow": "reject-publish",
+}
 
 
 def broker_name(name: str, kind: Kind = "job") -> str:
@@ -180,25 +212,59 @@ def hold_ttl_ms(delay: timedelta, granularity: timedelta) -> int:
     return ttl
 
 
-def main_arguments(config: QueueConfig) -> Arguments:
-    """The ``x-`` arguments of the main queue of ``config`` (see the module table)."""
+def check_quorum(config: QueueConfig) -> None:
+    """Refuse a queue that a quorum queue of RabbitMQ 3.10 cannot be.
+
+    Raises:
+        ConfigError: naming the queue: it has priorities (``max_priority`` > 0; quorum queues
+            have none, and emulating them would take one replicated queue per level), or it is
+            not durable (quorum queues always are).
+    """
+    if config.max_priority > 0:
+        raise ConfigError(
+            f"queue {config.name!r}: max_priority={config.max_priority}, but quorum queues of "
+            "RabbitMQ 3.10 have no priorities (queuey does not emulate them: that would take "
+            "one replicated queue per level); declare it with Queue(max_priority=0), or keep "
+            'queue_type="classic"'
+        )
+    if not config.durable:
+        raise ConfigError(
+            f"queue {config.name!r}: durable=False, but a quorum queue is always durable; "
+            'declare it with durable=True, or keep queue_type="classic"'
+        )
+
+
+def main_arguments(config: QueueConfig, quorum: Quorum | None = None) -> Arguments:
+    """The ``x-`` arguments of the main queue of ``config`` (see the module table); quorum
+    queue arguments when ``quorum`` is given (``check_quorum`` first)."""
     base = broker_name(config.name, config.kind)
     arguments: Arguments = {
         "x-dead-letter-exchange": "",
         "x-dead-letter-routing-key": dead_name(base),
     }
-    if config.max_priority > 0:
+    if quorum is not None:
+        arguments.update(_AT_LEAST_ONCE)
+        arguments["x-delivery-limit"] = quorum.delivery_limit
+    elif config.max_priority > 0:
         arguments["x-max-priority"] = config.max_priority
     if config.message_ttl is not None:
         arguments["x-message-ttl"] = ttl_ms(config.message_ttl)
     return arguments
 
 
-def hold_arguments(base: str, ttl: int) -> Arguments:
+def dead_arguments(quorum: Quorum | None = None) -> Arguments:
+    """The ``x-`` arguments of a dead-letter queue: none, or the quorum queue type."""
+    return {} if quorum is None else {"x-queue-type": "quorum"}
+
+
+def hold_arguments(base: str, ttl: int, quorum: Quorum | None = None) -> Arguments:
     """The ``x-`` arguments of the hold queue of ``base`` for ``ttl`` milliseconds."""
-    return {
+    arguments: Arguments = {
         "x-message-ttl": ttl,
         "x-dead-letter-exchange": "",
         "x-dead-letter-routing-key": base,
         "x-expires": 2 * ttl,
     }
+    if quorum is not None:
+        arguments.update(_AT_LEAST_ONCE)
+    return arguments

@@ -20,6 +20,7 @@ from queuey.envelope import Envelope, MalformedEnvelopeError
 
 __all__ = [
     "ATTEMPTS_HEADER",
+    "DELIVERY_LIMIT_REASON",
     "LAST_ERROR_HEADER",
     "MALFORMED_REASON",
     "ORIGINAL_QUEUE_HEADER",
@@ -37,6 +38,10 @@ ORIGINAL_QUEUE_HEADER = "x-original-queue"
 ATTEMPTS_HEADER = "x-attempts"
 LAST_ERROR_HEADER = "x-last-error"
 MALFORMED_REASON = "malformed envelope"
+DELIVERY_LIMIT_REASON = (
+    "worker lost on every delivery: the quorum queue's delivery limit (max_redeliveries) "
+    "was reached (delivery_limit)"
+)
 _MAX_SHORTSTR = 255
 _MAX_ERROR_CHARS = 4000
 
@@ -133,7 +138,8 @@ def dead_reason(headers: Mapping[str, Any]) -> str:
 
     Our own ``x-death-reason`` header first; otherwise the reason of the broker's latest
     ``x-death`` entry (``"expired"`` for a message that outlived the queue's ``message_ttl``,
-    ``"rejected"``, ``"maxlen"``); otherwise ``"unknown"``.
+    ``"rejected"``, ``"maxlen"``; a quorum queue's ``"delivery_limit"`` is spelled out as
+    ``DELIVERY_LIMIT_REASON``); otherwise ``"unknown"``.
     """
     reason = _text(headers.get(REASON_HEADER))
     if reason is not None:
@@ -141,6 +147,8 @@ def dead_reason(headers: Mapping[str, Any]) -> str:
     deaths = headers.get("x-death")
     if isinstance(deaths, list | tuple) and deaths and isinstance(deaths[0], Mapping):
         broker = _text(deaths[0].get("reason"))
+        if broker == "delivery_limit":
+            return DELIVERY_LIMIT_REASON
         if broker is not None:
             return broker
     return "unknown"
