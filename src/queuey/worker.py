@@ -10,7 +10,9 @@ success at INFO, a retry or deferral at WARNING/INFO, a dead letter at ERROR.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -20,12 +22,12 @@ from queuey._runtime.faces.job import JobFace
 from queuey._runtime.middleware import Middleware, SettledCallback
 from queuey._runtime.scheduler import Scheduler, job_entries, running, schedule_backend
 from queuey._runtime.stats import QueueStats
-from queuey.backends.base import Backend
+from queuey.backends.base import Backend, ConsumerGate
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError
 from queuey.jobs import Job, Q
-from queuey.queues import Queue
+from queuey.queues import Queue, QueueConfig, QueueSet
 from queuey.schedule import Schedule
 
 if TYPE_CHECKING:
@@ -33,11 +35,22 @@ if TYPE_CHECKING:
 
 __all__ = ["Middleware", "QueueStats", "Worker"]
 
+log = logging.getLogger("queuey.worker")
+
 H = TypeVar("H")
 
 
 class Worker(Engine, Generic[Q]):
     """Consumes ``queue_set``'s queues on ``backend`` and dispatches to handlers.
+
+    A worker claims only the job types it has a handler for (PostgreSQL and memory): a job
+    of another type stays pending, counted by ``queuey status`` and the dashboard, until a
+    worker with its handler takes it, so a rolling deploy that brings a new job type never
+    dead-letters it at an old worker. ``run`` logs, at WARNING, the job types of its queues
+    (the job classes of the set imported in the process) that it has no handler for.
+    RabbitMQ hands every message of a queue to each of its consumers: there a job type
+    without a handler here is dead-lettered "no handler for job type ...", so give such
+    workers ``queues=`` that they fully handle.
 
     Args:
         queue_set: the ``QueueSet`` class whose jobs this worker handles.
@@ -71,6 +84,8 @@ class Worker(Engine, Generic[Q]):
             a CONSUMER span per run, child of the job's enqueue (the ``otel`` extra); see
             ``instrument``.
         metrics: a ``queuey.observability.Metrics`` to feed (the ``metrics`` extra).
+        gate: makes the consumers over ``backend``'s, e.g. the dashboard's ``PauseGate``
+            (they claim nothing while their queue is paused).
 
     Attributes:
         stats: per queue name, the outcomes this worker observed (``QueueStats``).
@@ -100,8 +115,10 @@ class Worker(Engine, Generic[Q]):
         cancel_grace: Duration = CANCEL_GRACE,
         tracing: object = False,
         metrics: Metrics | None = None,
+        gate: ConsumerGate | None = None,
     ) -> None:
         self.queue_set = queue_set
+        self.gate = gate
         self.schedules = tuple(schedules)
         self._schedule_entries = job_entries(self.schedules, queue_set, backend)
         self.cancel_grace = parse_duration(cancel_grace, "cancel_grace")
@@ -123,6 +140,7 @@ class Worker(Engine, Generic[Q]):
             middleware=[*own, *middleware],
             thread_name_prefix="queuey-handler",
             cancel_grace=self.cancel_grace,
+            gate=gate,
         )
         if tracing or metrics is not None:
             self.instrument(tracing=tracing, metrics=metrics)
@@ -176,9 +194,29 @@ class Worker(Engine, Generic[Q]):
             cancel_grace=self.cancel_grace,
             tracing=self.tracing,
             metrics=self.metrics,
+            gate=self.gate,
         )
         copy._face.adopt(self._face)
         return copy
+
+    def _consumed(self) -> list[QueueConfig]:
+        """Each consumed queue narrowed to the job types handled here (none: it claims
+        nothing); the job types of those queues without a handler are logged."""
+        configs = []
+        for config in self._configs:
+            handled = self._face.handled(config.name)
+            configs.append(replace(config, job_types=handled))
+            missing = [name for name in declared_job_types(self.queue_set, config.name)
+                       if name not in handled]  # fmt: skip
+            if missing:
+                log.warning(
+                    "no handler here for job type(s) %s of queue %s: this worker does not "
+                    "claim them; they stay pending until a worker with their handler runs",
+                    ", ".join(missing),
+                    config.name,
+                    extra={"queue": config.name, "job_types": missing},
+                )
+        return configs
 
     async def run(self) -> None:
         """Declare the queues, consume until ``shutdown`` (firing the schedules' slots
@@ -198,6 +236,24 @@ class Worker(Engine, Generic[Q]):
             finally:
                 if self.close_backend_on_shutdown:
                     await self.backend.close()
+
+
+def declared_job_types(queue_set: type[QueueSet], queue: str) -> list[str]:
+    """The names of the job classes bound to ``queue`` (a resolved name) of ``queue_set``
+    defined so far in this process, sorted."""
+    found: set[str] = set()
+    seen: set[type] = set()
+    stack: list[type] = list(Job.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        stack.extend(cls.__subclasses__())
+        bound = getattr(cls, "__queuey_queue__", None)
+        if isinstance(bound, Queue) and bound.queue_set is queue_set and bound.config.name == queue:
+            found.add(cls.job_name())  # type: ignore[attr-defined]
+    return sorted(found)
 
 
 def _duration(value: Duration | None, key: str) -> timedelta | None:

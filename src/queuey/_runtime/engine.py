@@ -28,7 +28,7 @@ from queuey._runtime.middleware import Chain, Middleware, OutcomeLog
 from queuey._runtime.runner import Runner
 from queuey._runtime.stats import QueueStats, Stats
 from queuey._validation import check_int
-from queuey.backends.base import Backend, Observable
+from queuey.backends.base import Backend, ConsumerGate, Observable
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
 
@@ -52,6 +52,8 @@ class Engine:
         thread_name_prefix: names the handler threads.
         cancel_grace: how long a handler whose job was cancelled may take to stop on its own
             before its task is cancelled.
+        gate: makes the consumers over ``backend``'s (the dashboard's ``PauseGate``: they claim
+            nothing while their queue is paused); ``None``: ``backend``'s own.
 
     Attributes:
         backend: the transport.
@@ -76,6 +78,7 @@ class Engine:
         middleware: Sequence[Middleware],
         thread_name_prefix: str,
         cancel_grace: timedelta = CANCEL_GRACE,
+        gate: ConsumerGate | None = None,
     ) -> None:
         self.backend = backend
         self.concurrency = check_int(concurrency, "concurrency", low=1)
@@ -99,6 +102,7 @@ class Engine:
             paused=paused,
             thread_name_prefix=thread_name_prefix,
             in_thread=self._runner.in_thread,
+            gate=gate,
         )
         self._running = False
 
@@ -197,10 +201,15 @@ class Engine:
         finally:
             self._running = False
 
+    def _consumed(self) -> list[QueueConfig]:
+        """The queues as consumed now (the worker narrows them to its handlers' job types)."""
+        return self._configs
+
     async def _consume(self) -> None:
         """Declare the queues, then consume until ``shutdown`` (reading the queue depths
         meanwhile when measured)."""
-        await self.backend.declare(self._configs)
+        self._loop.configs = self._consumed()
+        await self.backend.declare(self._loop.configs)
         async with self._sampling():
             self._consuming = True
             try:

@@ -40,7 +40,7 @@ from queuey._runtime.runner import Process, Ran
 from queuey._runtime.settle import give_up, release
 from queuey._runtime.slots import SlotAware, Slots
 from queuey._runtime.threads import HandlerThreads
-from queuey.backends.base import Backend, Consumer, Delivery
+from queuey.backends.base import Backend, Consumer, ConsumerGate, Delivery
 from queuey.queues import QueueConfig
 
 __all__ = ["Bind", "ConsumeLoop", "first_of"]
@@ -71,6 +71,11 @@ class ConsumeLoop:
         thread_name_prefix: names the handler threads.
         in_thread: whether a thread runs a delivery's plain handler now (such a delivery is
             never cancelled and handed back by shutdown); by default none is.
+        gate: makes the consumers, over ``backend``'s (the dashboard's ``PauseGate``);
+            ``None``: ``backend.consumer``.
+
+    Attributes:
+        configs: the queues consumed from the next consumer session on.
     """
 
     def __init__(
@@ -84,9 +89,11 @@ class ConsumeLoop:
         paused: bool = False,
         thread_name_prefix: str = "queuey-handler",
         in_thread: InThread | None = None,
+        gate: ConsumerGate | None = None,
     ) -> None:
         self._backend = backend
-        self._configs = list(configs)
+        self._gate = gate
+        self.configs = list(configs)
         self._bind = bind
         self._concurrency = concurrency
         self._grace = shutdown_grace
@@ -155,7 +162,7 @@ class ConsumeLoop:
 
     async def _session(self, executor: Executor) -> bool:
         """Consume until paused or stopped (returns true: go on) or a consumer ends (false)."""
-        consumers = [(self._backend.consumer(config), config) for config in self._configs]
+        consumers = [(self._consumer(config), config) for config in self.configs]
         fetchers = [
             asyncio.create_task(self._fetch(consumer, config, executor))
             for consumer, config in consumers
@@ -174,6 +181,11 @@ class ConsumeLoop:
             if isinstance(result, BaseException):
                 raise result
         return interrupted in done
+
+    def _consumer(self, config: QueueConfig) -> Consumer:
+        if self._gate is None:
+            return self._backend.consumer(config)
+        return self._gate.consumer(self._backend, config)
 
     async def _fetch(self, consumer: Consumer, config: QueueConfig, executor: Executor) -> None:
         process = self._bind(config, executor, self._ran)

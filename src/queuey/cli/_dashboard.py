@@ -135,7 +135,7 @@ def _run_http(
             await store.open()
             gate = PauseGate(app.config.prefix)
             gate.set(await store.paused_keys())
-            subscriber = app.subscriber(gate.wrap(backend))
+            subscriber = app.subscriber(backend, gate=gate)
             mount = dashboard_mount(
                 settings.dashboard, store, settings.http, app_prefix=app.config.prefix, gate=gate
             )

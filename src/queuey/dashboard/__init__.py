@@ -9,12 +9,11 @@ default to private (no dashboard at all). See ``docs/dashboard.md``.
 
 from queuey.dashboard.app import dashboard_app, dashboard_mount, dashboard_path
 from queuey.dashboard.config import DashboardConfig
-from queuey.dashboard.pauses import PauseGate, PausingBackend
+from queuey.dashboard.pauses import PauseGate
 
 __all__ = [
     "DashboardConfig",
     "PauseGate",
-    "PausingBackend",
     "dashboard_app",
     "dashboard_mount",
     "dashboard_path",

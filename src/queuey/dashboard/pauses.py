@@ -1,12 +1,13 @@
 """Pausing queues and topic apps from the dashboard: the gate consumers obey.
 
 A pause is a row in the pause table (migration 0004), written by the dashboard's action. A
-process obeys it by wrapping its backend: ``gate.wrap(backend)`` hands its worker or
-subscriber consumers that stop claiming while their queue (or their whole topic app) is paused
-and hand back, untouched, whatever they had claimed but not handed out; they claim again on
-resume. :meth:`PauseGate.follow` keeps the gate in step with the table (one small read per
-interval), and the dashboard updates a gate in its own process at once. ``queuey run --http``
-wires both.
+process obeys it by handing the gate to its worker or subscriber (``gate=gate``): their
+consumers, made by ``PauseGate.consumer`` over the backend's own, stop claiming while their
+queue (or their whole topic app) is paused and hand back, untouched, whatever they had claimed
+but not handed out; they claim again on resume. The backend itself is not wrapped, so it keeps
+every capability (schedules, unique and idempotency keys, queue depths).
+:meth:`PauseGate.follow` keeps the gate in step with the table (one small read per interval),
+and the dashboard updates a gate in its own process at once. ``queuey run --http`` wires both.
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from datetime import timedelta
 
-from queuey.backends.base import Backend, CancelResult, Consumer, Delivery
-from queuey.envelope import Envelope, Kind
+from queuey.backends.base import Backend, Consumer, Delivery
 from queuey.queues import QueueConfig
 
-__all__ = ["PauseGate", "PausingBackend"]
+__all__ = ["PauseGate"]
 
 log = logging.getLogger("queuey.dashboard")
 
@@ -59,9 +58,10 @@ class PauseGate:
         """Return at the next change."""
         await self._changed.wait()
 
-    def wrap(self, backend: Backend) -> PausingBackend:
-        """``backend`` with consumers that obey this gate."""
-        return PausingBackend(backend, self)
+    def consumer(self, backend: Backend, queue: QueueConfig) -> Consumer:
+        """A consumer of ``queue`` on ``backend`` that claims nothing while this gate pauses it
+        (``ConsumerGate``)."""
+        return GatedConsumer(backend, queue, self)
 
     async def follow(
         self, read: Callable[[], Awaitable[Sequence[PauseKey]]], every: float = 1.0
@@ -78,61 +78,6 @@ class PauseGate:
                     log.warning("could not read the paused queues (will retry): %s", exc)
                 failing = True
             await asyncio.sleep(every)
-
-
-class PausingBackend:
-    """A backend whose consumers obey a ``PauseGate``; everything else is ``backend``'s.
-
-    Args:
-        backend: the transport.
-        gate: what is paused.
-    """
-
-    def __init__(self, backend: Backend, gate: PauseGate) -> None:
-        self.backend = backend
-        self.gate = gate
-        self.supports_transactions = backend.supports_transactions
-        self.max_delay = backend.max_delay
-
-    async def declare(self, queues: Sequence[QueueConfig]) -> None:
-        """Declare ``queues`` on the wrapped backend (as ``Backend.declare``)."""
-        await self.backend.declare(queues)
-
-    async def publish(
-        self,
-        envelopes: Sequence[Envelope],
-        delay: timedelta | None = None,
-        *,
-        connection: object | None = None,
-    ) -> None:
-        """Publish through the wrapped backend (as ``Backend.publish``); pauses do not stop it."""
-        await self.backend.publish(envelopes, delay, connection=connection)
-
-    async def defer(self, envelope: Envelope, delay: timedelta) -> None:
-        """Defer through the wrapped backend (as ``Backend.defer``)."""
-        await self.backend.defer(envelope, delay)
-
-    async def cancel(self, job_id: str) -> CancelResult:
-        """Cancel through the wrapped backend (as ``Backend.cancel``)."""
-        return await self.backend.cancel(job_id)
-
-    def consumer(self, queue: QueueConfig) -> Consumer:
-        """A consumer of ``queue`` that claims nothing while the gate pauses it."""
-        return GatedConsumer(self.backend, queue, self.gate)
-
-    async def count_pending(self, queue: str, kind: Kind = "job") -> int:
-        """The wrapped backend's pending count (as ``Backend.count_pending``)."""
-        return await self.backend.count_pending(queue, kind)
-
-    async def list_dead(
-        self, queue: str, kind: Kind = "job", limit: int = 100
-    ) -> list[tuple[Envelope, str]]:
-        """The wrapped backend's dead letters (as ``Backend.list_dead``)."""
-        return await self.backend.list_dead(queue, kind, limit)
-
-    async def close(self) -> None:
-        """Close the wrapped backend."""
-        await self.backend.close()
 
 
 class GatedConsumer:

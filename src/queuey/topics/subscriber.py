@@ -27,7 +27,7 @@ from datetime import datetime
 from queuey._runtime.engine import Engine
 from queuey._runtime.middleware import Middleware
 from queuey._runtime.scheduler import Entry, Fire, Scheduler, running, schedule_backend
-from queuey.backends.base import Backend
+from queuey.backends.base import Backend, ConsumerGate
 from queuey.durations import Duration, parse_duration
 from queuey.queues import QueueConfig
 from queuey.schedule import slot_key
@@ -97,6 +97,9 @@ class Subscriber(Engine):
         paused: start paused (default: ``not config.enabled``).
         middleware: ``Middleware`` instances run around each message and told each outcome,
             after the built-in ones (outcome log, stats), in order.
+        gate: makes the consumers over ``backend``'s, e.g. the dashboard's ``PauseGate``
+            (they claim nothing while their topic or app is paused); the backend keeps its
+            own capabilities (schedules, idempotency keys).
 
     Attributes:
         stats: per topic, the outcomes this subscriber observed (``QueueStats``).
@@ -118,6 +121,7 @@ class Subscriber(Engine):
         shutdown_grace: Duration | None = None,
         paused: bool | None = None,
         middleware: Sequence[Middleware] = (),
+        gate: ConsumerGate | None = None,
     ) -> None:
         self.config = config
         self.functions = functions
@@ -134,6 +138,7 @@ class Subscriber(Engine):
             paused=not config.enabled if paused is None else paused,
             middleware=middleware,
             thread_name_prefix="queuey-topic",
+            gate=gate,
         )
 
     def missing_functions(self) -> list[tuple[str, str]]:

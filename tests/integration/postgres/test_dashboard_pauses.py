@@ -50,7 +50,7 @@ async def test_a_followed_pause_stops_claims_until_resumed(
     backend = await connect_backend(config, database_url, schema=pg_schema)
     gate = PauseGate("shop")
 
-    subscriber = app.subscriber(gate.wrap(backend))
+    subscriber = app.subscriber(backend, gate=gate)
     running = asyncio.create_task(subscriber.run())
     following = asyncio.create_task(gate.follow(store.paused_keys, every=0.1))
     try:
@@ -82,7 +82,7 @@ async def test_a_pause_hands_back_what_was_claimed_but_not_started() -> None:
     await backend.declare([queue])
     await backend.publish([Envelope.new("Send", "emails", {"n": n}) for n in range(3)])
     gate = PauseGate()
-    consumer = gate.wrap(backend).consumer(queue)
+    consumer = gate.consumer(backend, queue)
     first = await consumer.next()
     assert first is not None
     gate.set([("job", "emails")])

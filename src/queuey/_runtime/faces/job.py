@@ -106,6 +106,15 @@ class JobFace:
             raise DuplicateHandlerError(name)
         self._handlers[name] = make_entry(job_type, target)
 
+    def handled(self, queue: str) -> tuple[str, ...]:
+        """The names of the job types of ``queue`` (its resolved name) that have a handler
+        here, in registration order: what this worker's consumer of ``queue`` claims."""
+        return tuple(
+            name
+            for name, entry in self._handlers.items()
+            if entry.job_type.job_queue().config.name == queue
+        )
+
     def adopt(self, other: JobFace) -> None:
         """Take every handler registered on ``other`` (a worker copied with other options)."""
         self._handlers.update(other._handlers)
