@@ -401,7 +401,7 @@ async def test_each_outcome_is_logged_with_structured_fields(
     for record in records:
         assert record.queue == kit.Retried.job_queue().name  # type: ignore[attr-defined]
         assert record.job_type == kit.Retried.job_name()  # type: ignore[attr-defined]
-    assert ok_id in {r.job_id for r in records}  # type: ignore[attr-defined]
+    assert ok_id in {r.job_id for r in records}
 
 
 async def test_forced_shutdown_hands_running_jobs_back(backend: Backend) -> None:
