@@ -24,8 +24,10 @@ __all__ = [
     "MAX_TEXT_BYTES",
     "Ack",
     "Cancelled",
+    "DEFERRALS",
     "DeadLetter",
     "DeferFor",
+    "Deferrals",
     "Outcome",
     "OutcomeKind",
     "RetryAfter",
@@ -202,12 +204,50 @@ def after_failure(
     return RetryAfter(envelope.next_attempt(), delay, text, exception)
 
 
+@dataclass(frozen=True, slots=True)
+class Deferrals:
+    """The bounds on a job's deferrals (``Worker(max_deferrals=..., min_defer=...)``).
+
+    A deferred job comes back at its queue's top priority, ahead of every due job of lower
+    priority. Two bounds keep that from starving the queue: each deferral holds the job for at
+    least ``min_delay`` (``Defer(0)`` included), so between two runs of a deferring job the
+    worker claims what else is due; and a job deferred ``most`` times is dead-lettered at its
+    next deferral, so a job that only ever defers ends.
+
+    Attributes:
+        most: deferrals allowed per job (>= 0); the next one dead-letters it.
+        min_delay: the shortest hold of a deferral (> 0); a shorter ``Defer`` is raised to it.
+    """
+
+    most: int = 100
+    min_delay: timedelta = timedelta(seconds=1)
+
+    def outcome(self, envelope: Envelope, signal: Defer, top_priority: int) -> Outcome:
+        """``DeferFor`` the signal's delay (at least ``min_delay``), or a ``DeadLetter`` whose
+        reason says the bound was reached."""
+        reason = clean_text(signal.reason)
+        if envelope.deferrals >= self.most:
+            text = (
+                f"deferred {envelope.deferrals} times, the most max_deferrals ({self.most}) "
+                f"allows: a job that keeps deferring never ends (last deferral: {reason}); "
+                "raise Worker(max_deferrals=...) if it waits on purpose"
+            )
+            return DeadLetter(clean_text(text), signal)
+        delay = max(signal.delay, self.min_delay)
+        return DeferFor(envelope.deferred(top_priority), delay, reason)
+
+
+DEFERRALS = Deferrals()
+"""The default bounds: 100 deferrals per job, each holding it at least 1 s."""
+
+
 def decide(
     envelope: Envelope,
     error: BaseException | None,
     policy: RetryPolicy,
     top_priority: int,
     rng: random.Random | None = None,
+    deferrals: Deferrals = DEFERRALS,
 ) -> Outcome:
     """Map a typed job handler's ending to an outcome.
 
@@ -218,11 +258,12 @@ def decide(
         policy: the effective retry policy (job's, else queue's, else one attempt).
         top_priority: the queue's ``max_priority`` (or 0), given to deferred jobs.
         rng: random source for jitter (injectable for tests).
+        deferrals: the bounds on a ``Defer`` (see ``Deferrals``).
     """
     if error is None:
         return Ack()
     if isinstance(error, Defer):
-        return DeferFor(envelope.deferred(top_priority), error.delay, clean_text(error.reason))
+        return deferrals.outcome(envelope, error, top_priority)
     if isinstance(error, Fatal):
         return DeadLetter(clean_text(f"fatal error: {describe(error)}"), error)
     return after_failure(envelope, describe(error), policy, rng, EXHAUSTED, error)

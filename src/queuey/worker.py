@@ -16,12 +16,14 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from queuey._outcome import DEFERRALS, Deferrals
 from queuey._runtime.cancellation import CANCEL_GRACE
 from queuey._runtime.engine import Engine
 from queuey._runtime.faces.job import JobFace
 from queuey._runtime.middleware import Middleware, SettledCallback
 from queuey._runtime.scheduler import Scheduler, job_entries, running, schedule_backend
 from queuey._runtime.stats import QueueStats
+from queuey._validation import check_int
 from queuey.backends.base import Backend, ConsumerGate
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
@@ -86,6 +88,11 @@ class Worker(Engine, Generic[Q]):
         metrics: a ``queuey.observability.Metrics`` to feed (the ``metrics`` extra).
         gate: makes the consumers over ``backend``'s, e.g. the dashboard's ``PauseGate``
             (they claim nothing while their queue is paused).
+        max_deferrals: how many times one job may ``Defer`` (default 100, >= 0); at its next
+            deferral it is dead-lettered with a reason saying so.
+        min_defer: the shortest hold of a deferral (default 1 s; not zero): a shorter
+            ``Defer`` (``Defer(0)`` too) holds the job this long, so a job that keeps deferring
+            at the queue's top priority cannot starve the jobs behind it.
 
     Attributes:
         stats: per queue name, the outcomes this worker observed (``QueueStats``).
@@ -93,9 +100,9 @@ class Worker(Engine, Generic[Q]):
 
     Raises:
         ConfigError: a queue of another set, a concurrency that is not a whole number >= 1,
-            a zero duration, a member of ``middleware`` that is not a ``Middleware``, a
-            schedule whose job is of another set or whose name is taken, or schedules on a
-            backend that cannot keep them (RabbitMQ).
+            a zero duration, a ``max_deferrals`` that is not a whole number >= 0, a member of
+            ``middleware`` that is not a ``Middleware``, a schedule whose job is of another set
+            or whose name is taken, or schedules on a backend that cannot keep them (RabbitMQ).
     """
 
     def __init__(
@@ -116,9 +123,15 @@ class Worker(Engine, Generic[Q]):
         tracing: object = False,
         metrics: Metrics | None = None,
         gate: ConsumerGate | None = None,
+        max_deferrals: int = DEFERRALS.most,
+        min_defer: Duration = DEFERRALS.min_delay,
     ) -> None:
         self.queue_set = queue_set
         self.gate = gate
+        self.deferrals = Deferrals(
+            check_int(max_deferrals, "max_deferrals", low=0),
+            parse_duration(min_defer, "min_defer"),
+        )
         self.schedules = tuple(schedules)
         self._schedule_entries = job_entries(self.schedules, queue_set, backend)
         self.cancel_grace = parse_duration(cancel_grace, "cancel_grace")
@@ -126,7 +139,7 @@ class Worker(Engine, Generic[Q]):
         self.job_timeout = _duration(job_timeout, "job_timeout")
         self.shutdown_grace = _duration(shutdown_grace, "shutdown_grace")
         self.close_backend_on_shutdown = close_backend_on_shutdown
-        self._face = JobFace(queue_set, self.job_timeout)
+        self._face = JobFace(queue_set, self.job_timeout, self.deferrals)
         self._extra = (on_settled, tuple(middleware))
         own = [] if on_settled is None else [SettledCallback(on_settled, self._face)]
         default = sum(queue.config.prefetch for queue in self.queues)
@@ -195,6 +208,8 @@ class Worker(Engine, Generic[Q]):
             tracing=self.tracing,
             metrics=self.metrics,
             gate=self.gate,
+            max_deferrals=self.deferrals.most,
+            min_defer=self.deferrals.min_delay,
         )
         copy._face.adopt(self._face)
         return copy

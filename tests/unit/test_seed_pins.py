@@ -223,7 +223,9 @@ async def test_a_handlers_deferral_on_a_max_priority_zero_queue_goes_behind_the_
     async def record(job: Fifo | Ranked, ctx: JobContext) -> None:
         order.append((ctx.queue, job.label, ctx.priority))
         if job.label == "a" and ctx.deferrals == 0:
-            raise Defer(0)
+            raise Defer(0)  # held for min_defer (1 s): due again while b runs
+        if job.label == "b":
+            await asyncio.sleep(2)
 
     worker.register(Fifo, record)
     for label in "abc":
@@ -243,8 +245,8 @@ async def test_a_handlers_deferral_on_a_max_priority_zero_queue_goes_behind_the_
     await run_until_idle(worker, backend)
     assert [(label, priority) for _, label, priority in order] == [
         ("a", 0),
-        ("a", 10),
         ("b", 0),
+        ("a", 10),
         ("c", 0),
     ]
 

@@ -86,7 +86,7 @@ def worker_with(backend: PostgresBackend, seen: Seen, runs: list[int]) -> Worker
         if job.signal == "retry":
             raise Retry("refuse me")
         if job.signal == "defer":
-            raise Defer("50ms", "refuse me")
+            raise Defer("1s", "refuse me")
 
     return worker
 
@@ -176,7 +176,7 @@ async def refuse(url: str, schema: str, ddl: str) -> None:
     ("signal", "ddl", "what", "why"),
     [
         ("retry", REFUSE_RETRIES, "the retry in 0.05s", 'violates check constraint "refuse'),
-        ("defer", REFUSE_DEFERRALS, "the deferral for 0.05s", "deferrals are refused here"),
+        ("defer", REFUSE_DEFERRALS, "the deferral for 1s", "deferrals are refused here"),
     ],
 )
 async def test_an_outcome_the_table_refuses_ends_failed_with_the_reason(

@@ -18,10 +18,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from queuey._outcome import (
+    DEFERRALS,
     Ack,
     Cancelled,
     DeadLetter,
     DeferFor,
+    Deferrals,
     Outcome,
     RetryAfter,
     clean_text,
@@ -77,13 +79,20 @@ class JobFace:
         queue_set: the ``QueueSet`` whose jobs may be registered.
         timeout: the longest a handler may run (``None``: no limit); past it the run fails
             with a retryable ``HandlerTimeoutError``.
+        deferrals: the bounds on a handler's ``Defer`` (count and shortest hold).
     """
 
     log = logging.getLogger("queuey.worker")
 
-    def __init__(self, queue_set: type[QueueSet], timeout: timedelta | None) -> None:
+    def __init__(
+        self,
+        queue_set: type[QueueSet],
+        timeout: timedelta | None,
+        deferrals: Deferrals = DEFERRALS,
+    ) -> None:
         self._queue_set = queue_set
         self._timeout = timeout
+        self.deferrals = deferrals
         self._handlers: dict[str, HandlerEntry] = {}
 
     def register(self, job_type: type[Job[Any]], target: object) -> None:
@@ -138,13 +147,13 @@ class JobFace:
             executor=executor,
             timeout=self._timeout,
         )
-        return decide(envelope, error, policy, queue.top_priority)
+        return decide(envelope, error, policy, queue.top_priority, None, self.deferrals)
 
     def failed(self, envelope: Envelope, queue: QueueConfig, error: BaseException) -> Outcome:
         """``error`` decided under the job's retry policy (one attempt for an unknown type)."""
         entry = self._handlers.get(envelope.job_type)
         policy = _ONE_ATTEMPT if entry is None else entry.retry
-        return decide(envelope, error, policy, queue.top_priority)
+        return decide(envelope, error, policy, queue.top_priority, None, self.deferrals)
 
     def fields(self, envelope: Envelope) -> dict[str, Any]:
         """``job_id``, ``job_type``, ``queue`` and ``attempt``."""
