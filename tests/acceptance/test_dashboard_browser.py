@@ -195,3 +195,85 @@ async def test_a_viewer_has_no_actions(browser: Any, server: Served, database_ur
     )
     assert refused.status == 403
     assert (await row(database_url, server.schema, job_id))[0] == "failed"
+
+
+async def replayed(browser: Any, cookies: list[dict[str, Any]], url: str) -> Any:
+    """A fresh browser context holding ``cookies`` (a copied cookie jar), opened at ``url``."""
+    context = await browser.new_context()
+    await context.add_cookies(cookies)
+    page = await context.new_page()
+    await page.goto(url)
+    return page
+
+
+async def test_signing_out_ends_the_session_in_every_process(
+    browser: Any, server: Served, database_url: str, tmp_path: Path
+) -> None:
+    job_id = await publish(server, "flaky.work", {"batch": 11})
+    await until_status(database_url, server.schema, job_id, "failed")
+    config = tmp_path / "app.toml"  # the same file, so the same [dashboard] secret
+    with serve(["dashboard"], config, database_url, server.schema, "/api/dashboard/login") as b:
+        page = await signed_in(browser, server, ADMIN_KEY)
+        cookies = await page.context.cookies()
+        csrf = await page.locator("input[name=csrf]").first.get_attribute("value")
+        before = await replayed(browser, cookies, f"{b.dashboard}/")
+        assert "admin-bot" in await before.locator("header .who").inner_text()
+        await page.click("text=Sign out")
+        await page.wait_for_url(f"{server.dashboard}/login")
+        for where in (server, b):
+            again = await replayed(browser, cookies, f"{where.dashboard}/")
+            assert "/login" in again.url
+            session = next(c["value"] for c in cookies if c["name"] == "queuey_dashboard")
+            headers = {"Cookie": f"queuey_dashboard={session}"}
+            async with httpx.AsyncClient(headers=headers) as http:
+                refused = await http.post(
+                    f"{where.dashboard}/actions/retry",
+                    data={"id": job_id, "csrf": csrf or "", "confirm": "yes"},
+                )
+            assert refused.status_code == 401
+    assert (await row(database_url, server.schema, job_id))[0] == "failed"
+
+
+async def add_failed_job(database_url: str, schema: str) -> str:
+    """A failed row of a typed-job queue nothing consumes; returns its id."""
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        cursor = await conn.execute(
+            f'INSERT INTO "{schema}".queue_message (id, kind, queue, job_type, status, payload,'
+            " error, processed_at) VALUES (gen_random_uuid(), 'job', 'late', 'app.Late',"
+            " 'failed', '{}', 'late failure', now()) RETURNING id::text"
+        )
+        found = await cursor.fetchone()
+    assert found is not None
+    return str(found[0])
+
+
+async def test_a_bulk_discard_acts_on_exactly_the_jobs_it_counted(
+    browser: Any, server: Served, database_url: str
+) -> None:
+    shown = [await publish(server, "flaky.work", {"batch": n}) for n in (20, 21)]
+    for job_id in shown:
+        await until_status(database_url, server.schema, job_id, "failed")
+    page = await signed_in(browser, server, ADMIN_KEY)
+    await page.goto(f"{server.dashboard}/jobs?status=failed")
+    await page.click("button[data-action=bulk-discard]")
+    assert await page.locator("#confirm-count").inner_text() == "2"
+    late = await add_failed_job(database_url, server.schema)  # matches, after the page
+    await page.click("#confirm")
+    assert "Discarded 2 failed job(s)" in await page.locator(".flash").inner_text()
+    assert (await row(database_url, server.schema, late))[0] == "failed"
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        cursor = await conn.execute(
+            f'SELECT count(*) FROM "{server.schema}".queue_message WHERE id = ANY(%s::uuid[])',
+            [shown],
+        )
+        assert await cursor.fetchone() == (0,)
+
+
+async def test_a_status_message_cannot_be_forged_through_the_link(
+    browser: Any, server: Served
+) -> None:
+    page = await signed_in(browser, server, ADMIN_KEY)
+    for query in ("did=discard&n=987654", "did=bulk-retry&n=5&done=forged.sig"):
+        await page.goto(f"{server.dashboard}/?{query}")
+        assert await page.locator("h1").inner_text() == "Overview"
+        assert await page.locator(".flash").count() == 0

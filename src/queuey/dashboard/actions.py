@@ -3,9 +3,13 @@ job; cancel a pending or running one; bulk retry
 and discard over a job-list filter; pause and resume a queue or the topic app.
 
 An action is confirmed first: a form without ``confirm=yes`` answers with a page describing
-what will happen and a button that sends it again, confirmed (no script needed). A confirmed
-action is one statement (change + audit row), then redirects back with what it did. Who may
-act, and the CSRF token, are checked before anything else (``Guard.check_action``).
+what will happen and a button that sends it again, confirmed (no script needed). A bulk
+action's page counts the failed jobs the filter matches and remembers their ids under a
+random confirmation token for ``CONFIRM_SECS``; "Yes" acts on those jobs only (still failed),
+never on one that matched later, and the token works once. A confirmed action is one
+statement (change + audit row), then redirects back with what it did in a signed ``done``
+field. Who may act, and the CSRF token, are checked before anything else
+(``Guard.check_action``). Signing out records the session as ended for every process.
 """
 
 from __future__ import annotations
@@ -20,13 +24,23 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.postgres._dashboard import ConfirmationGone, PgDashboardStore
 from queuey.dashboard.guard import Caller, Guard, SignInRefused
+from queuey.dashboard.pages import FLASH
 from queuey.dashboard.pauses import PauseGate
 from queuey.dashboard.session import COOKIE
 from queuey.dashboard.web import Templates, job_filter, read_form
 
-__all__ = ["LOGIN_COOKIE", "Actions"]
+__all__ = ["CONFIRM_SECS", "LOGIN_COOKIE", "Actions"]
+
+CONFIRM_SECS = 600
+"""How long a bulk action's confirmation page stays good for "Yes", in seconds."""
+FLASH_SECS = 600
+"""How long the status message link after an action shows it, in seconds."""
+GONE = (
+    "this confirmation was already used or is over 10 minutes old: "
+    "go back and confirm the action again"
+)
 
 LOGIN_COOKIE = "queuey_dashboard_login"
 """Holds the sign-in form's CSRF token between showing the form and posting it."""
@@ -89,6 +103,8 @@ class Actions:
         form = await read_form(request)
         if caller.session is not None and not caller.session.csrf_matches(form.get("csrf")):
             raise HTTPException(403, "the form is stale: reload the page and retry")
+        if caller.session is not None:
+            await self.guard.sign_out(caller.session)
         response = self.templates.redirect(self.templates.path + "/login")
         response.delete_cookie(COOKIE, path=self.templates.path)
         return response
@@ -114,15 +130,27 @@ class Actions:
             raise HTTPException(404, "no such action")
         back = self.templates.local(form.get("back"))
         if form.get("confirm") != "yes":
-            return self._confirm(caller, name, form, back)
-        did, count = await handler(caller, form)
-        return self.templates.redirect(_with_result(back, did, count))
+            return await self._confirm(caller, name, form, back)
+        try:
+            did, count = await handler(caller, form)
+        except ConfirmationGone:
+            raise HTTPException(409, GONE) from None
+        done = self.guard.signer.seal(FLASH, {"did": did, "n": count}, FLASH_SECS)
+        return self.templates.redirect(_with_result(back, done))
 
-    def _confirm(self, caller: Caller, name: str, form: dict[str, str], back: str) -> Response:
-        fields = {key: value for key, value in form.items() if key not in ("csrf", "confirm")}
-        where = job_filter(form) if name.startswith("bulk-") else None
+    async def _confirm(
+        self, caller: Caller, name: str, form: dict[str, str], back: str
+    ) -> Response:
+        skipped = ("csrf", "confirm", "confirmation")
+        fields = {key: value for key, value in form.items() if key not in skipped}
+        where, count = None, None
+        if name.startswith("bulk-"):
+            where, token = job_filter(form), secrets.token_urlsafe(18)
+            action = name.removeprefix("bulk-")
+            count = await self.store.bulk_snapshot(caller.name, action, where, token, CONFIRM_SECS)
+            fields["confirmation"] = token
         csrf = caller.session.csrf if caller.session is not None else ""
-        context = {"action": name, "fields": fields, "where": where, "csrf": csrf}
+        context = {"action": name, "fields": fields, "where": where, "count": count, "csrf": csrf}
         return self.templates.page("confirm.html", {"caller": caller, "back": back, **context})
 
     async def _retry(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
@@ -135,10 +163,12 @@ class Actions:
         return "cancel", await self.store.cancel(caller.name, _job_id(form))
 
     async def _bulk_retry(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
-        return "bulk-retry", await self.store.retry(caller.name, where=job_filter(form))
+        where, token = job_filter(form), _confirmation(form)
+        return "bulk-retry", await self.store.retry(caller.name, where=where, token=token)
 
     async def _bulk_discard(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
-        return "bulk-discard", await self.store.discard(caller.name, where=job_filter(form))
+        where, token = job_filter(form), _confirmation(form)
+        return "bulk-discard", await self.store.discard(caller.name, where=where, token=token)
 
     async def _pause(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
         kind, queue = _target(form)
@@ -171,8 +201,16 @@ def _target(form: dict[str, str]) -> tuple[str, str]:
     return kind, queue
 
 
-def _with_result(back: str, did: str, count: int) -> str:
+def _confirmation(form: dict[str, str]) -> str:
+    token = form.get("confirmation", "")
+    if not token or len(token) > 64:
+        raise HTTPException(400, "confirmation: send the bulk action from its confirmation page")
+    return token
+
+
+def _with_result(back: str, done: str) -> str:
+    """``back`` with the signed status message ``done`` in place of any earlier one."""
     parts = urlsplit(back)
-    kept = [p for p in parts.query.split("&") if p and not p.startswith(("did=", "n="))]
-    query = "&".join([*kept, urlencode({"did": did, "n": count})])
+    kept = [p for p in parts.query.split("&") if p and not p.startswith("done=")]
+    query = "&".join([*kept, urlencode({"done": done})])
     return f"{parts.path}?{query}"

@@ -91,6 +91,7 @@ def dashboard_app(
         config,
         authenticator or CredentialAuthenticator.from_config(http),
         SessionSigner(config.secret, config.session_hours * 3600),
+        store,
     )
     templates = Templates(path)
     pages = Pages(store, guard, templates, app_prefix)

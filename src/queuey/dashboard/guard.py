@@ -3,7 +3,10 @@
 A request is checked in this order: 404 when ``view`` is private (the dashboard does not
 exist); the caller comes from a credential header (``Authorization: Bearer``/``ApiKey`` or
 ``X-Api-Key``, as the publish endpoint reads them; 401 when invalid) or else from the session
-cookie; ``view`` decides (401 with no caller, which a page answers by sending the browser to
+cookie, which counts only while its session was not signed out (in any process) and the
+key entry or token verifier that signed it in still stands unchanged (the authenticator's
+``GrantChecker.honours``; a custom authenticator without it leaves that to the session's
+lifetime); ``view`` decides (401 with no caller, which a page answers by sending the browser to
 sign in; 403 for the wrong role or organisation class). An action further needs ``act`` (403
 otherwise) and, when the caller came from the cookie, the session's CSRF token in the form
 (403 otherwise). A caller from a header needs no CSRF token: a browser never adds one on its
@@ -19,8 +22,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import HTTPConnection
 
 from queuey.dashboard.config import DashboardConfig
-from queuey.dashboard.session import COOKIE, Session, SessionSigner
-from queuey.http.auth import Authenticator, InvalidCredentialsError, Principal
+from queuey.dashboard.session import COOKIE, Session, SessionSigner, SignOutRecord
+from queuey.http.auth import Authenticator, GrantChecker, InvalidCredentialsError, Principal
 from queuey.http.authorization import authorize
 
 __all__ = ["Caller", "Guard", "SignInRefused"]
@@ -60,12 +63,18 @@ class Guard:
         config: who may view and act.
         authenticator: resolves credential headers (the publish endpoint's).
         signer: signs and reads session cookies.
+        sign_outs: where signed-out sessions are recorded.
     """
 
     def __init__(
-        self, config: DashboardConfig, authenticator: Authenticator, signer: SessionSigner
+        self,
+        config: DashboardConfig,
+        authenticator: Authenticator,
+        signer: SessionSigner,
+        sign_outs: SignOutRecord,
     ) -> None:
         self.config, self.authenticator, self.signer = config, authenticator, signer
+        self.sign_outs = sign_outs
 
     def require_enabled(self) -> None:
         """Raise 404 when the dashboard does not exist."""
@@ -85,13 +94,26 @@ class Guard:
             raise HTTPException(401, str(exc)) from None
         session = None
         if principal is None:
-            session = self.signer.decode(request.cookies.get(COOKIE))
+            session = await self._live(self.signer.decode(request.cookies.get(COOKIE)))
             principal = None if session is None else session.principal
         refusal = authorize(self.config.view, principal)
         if refusal is not None:
             raise HTTPException(refusal.status, refusal.message)
         can_act = authorize(self.config.act, principal) is None
         return Caller(principal, session, can_act)
+
+    async def _live(self, session: Session | None) -> Session | None:
+        """``session`` while its grant stands and it was not signed out, else ``None``."""
+        if session is None:
+            return None
+        checker = self.authenticator
+        if isinstance(checker, GrantChecker) and not checker.honours(session.principal.grant):
+            return None
+        return None if await self.sign_outs.signed_out(session.sid) else session
+
+    async def sign_out(self, session: Session) -> None:
+        """End ``session`` for every process: its cookie is refused from now on."""
+        await self.sign_outs.sign_out(session.sid, session.expires)
 
     def check_action(self, caller: Caller, csrf: str | None) -> None:
         """Allow ``caller`` to act with this form's CSRF token, or raise 403."""

@@ -3,7 +3,8 @@ places kept for schedules and unique keys.
 
 Each handler checks the caller (``Guard.caller``), runs one or two store reads (each served
 by an index; see ``dashboard.sql``) and renders a template. Action buttons are rendered only
-for callers who may act.
+for callers who may act. The status message after an action comes from the ``done`` query
+field, a value the dashboard signed (``SessionSigner.seal``): a link cannot make one up.
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ from queuey.dashboard.web import Templates, filter_query, job_filter, positive_i
 
 __all__ = ["Pages", "Publication"]
 
+FLASH = "flash"
+"""The purpose the status message after an action is sealed for."""
 PAGE_SIZE = 50
 TOPIC_ROWS = 200
 DONE_MESSAGES = {
     "retry": "Retried {n} job(s): back to pending, due now.",
     "discard": "Discarded {n} job(s).",
+    "cancel": "Cancelled {n} job(s).",
     "bulk-retry": "Retried {n} failed job(s) matching the filter.",
     "bulk-discard": "Discarded {n} failed job(s) matching the filter.",
     "pause": "Paused.",
@@ -65,14 +69,20 @@ class Pages:
         self.app_prefix = app_prefix
 
     def _page(self, name: str, request: Request, caller: Caller, **context: Any) -> Response:
-        done = request.query_params.get("did")
-        count = positive_int(request.query_params.get("n"), "n") or 0
-        flash = DONE_MESSAGES[done].format(n=count) if done in DONE_MESSAGES else None
         csrf = caller.session.csrf if caller.session is not None else ""
         return self.templates.page(
             name,
-            {"caller": caller, "csrf": csrf, "flash": flash, "here": _here(request), **context},
+            {"caller": caller, "csrf": csrf, "flash": self._flash(request), **context}
+            | {"here": _here(request)},
         )
+
+    def _flash(self, request: Request) -> str | None:
+        """The status message of the signed ``done`` field, ``None`` without a valid one."""
+        done = self.guard.signer.unseal(FLASH, request.query_params.get("done"))
+        did, count = (done or {}).get("did"), (done or {}).get("n")
+        if not isinstance(did, str) or did not in DONE_MESSAGES or not isinstance(count, int):
+            return None
+        return DONE_MESSAGES[did].format(n=count)
 
     async def overview(self, request: Request) -> Response:
         caller = await self.guard.caller(request)
@@ -163,7 +173,8 @@ class Pages:
 
 
 def _here(request: Request) -> str:
-    query = request.url.query
+    """This page's path and query, without a status message (``done``)."""
+    query = "&".join(p for p in request.url.query.split("&") if p and not p.startswith("done="))
     return request.url.path + (f"?{query}" if query else "")
 
 

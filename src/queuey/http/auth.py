@@ -4,18 +4,23 @@ An authenticator turns a request into a :class:`Principal`, or ``None`` for an a
 caller. Credentials that are present but do not verify raise :class:`InvalidCredentialsError`,
 which the endpoint answers with 401 whatever the access policy (even ``public``). The built-in
 authenticator (bearer JWT and API keys) lives in :mod:`queuey.http.credentials`.
+
+A principal may carry a ``grant``: a fingerprint of the configuration that let it in (an API
+key's entry with its roles, or the bearer verifier's key and audience). A browser session
+keeps it, and an authenticator that is a :class:`GrantChecker` says on every request whether
+that configuration still stands, so removing a key, or changing its roles, ends its sessions.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from starlette.requests import HTTPConnection
 
 from queuey.errors import QueueyError
 
-__all__ = ["ADMIN_ROLE", "Authenticator", "InvalidCredentialsError", "Principal"]
+__all__ = ["ADMIN_ROLE", "Authenticator", "GrantChecker", "InvalidCredentialsError", "Principal"]
 
 ADMIN_ROLE = "admin"
 """The role that satisfies every role check."""
@@ -37,12 +42,15 @@ class Principal:
         roles: the roles the caller holds (in its organisation, when it acts in one).
         org: the organisation the caller acts in, or ``None``.
         org_class: the class of that organisation, or ``None``.
+        grant: a fingerprint (hex) of the configuration that admitted it, or ``None`` when
+            the authenticator gives none; not part of equality.
     """
 
     id: str
     roles: frozenset[str] = field(default_factory=frozenset)
     org: str | None = None
     org_class: str | None = None
+    grant: str | None = field(default=None, compare=False, repr=False)
 
     def has_role(self, role: str) -> bool:
         """Whether the caller holds ``role``; ``admin`` holds every role."""
@@ -61,4 +69,14 @@ class Authenticator(Protocol):
         Raises:
             InvalidCredentialsError: credentials are present but do not verify (answered 401).
         """
+        ...
+
+
+@runtime_checkable
+class GrantChecker(Protocol):
+    """An authenticator that can tell whether a grant it gave earlier still stands."""
+
+    def honours(self, grant: str | None) -> bool:
+        """Whether a principal admitted under ``grant`` keeps its rights now (``False`` once
+        the key, its roles or the token verifier it came from changed or went away)."""
         ...

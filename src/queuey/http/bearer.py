@@ -2,13 +2,15 @@
 
 A token must carry ``exp``, ``sub`` and the configured ``aud``; ``exp``, ``nbf`` and ``aud`` are
 checked. Claims map to the principal: ``sub`` → id, ``roles`` (a list of strings), ``org`` and
-``org_class`` (strings). Failures raise ``InvalidCredentialsError`` with a fixed message that
-never contains the token.
+``org_class`` (strings); its grant is a fingerprint of the audience and key. Failures raise
+``InvalidCredentialsError`` with a fixed message that never contains the token.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import jwt
@@ -69,6 +71,14 @@ class BearerVerifier:
             self._key, self._algorithm = secret, "HS256"
         else:
             raise ValueError(f"an HS256 secret needs at least {MIN_SECRET_BYTES} bytes")
+        parts = ("bearer", self._algorithm, audience, public_key or secret or "")
+        self._grant = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+    @property
+    def grant(self) -> str:
+        """The fingerprint (hex) of this verifier's audience and key: the grant of every
+        principal it admits (a new key or audience gives a new one)."""
+        return self._grant
 
     def __repr__(self) -> str:
         return f"BearerVerifier(audience={self._audience!r}, algorithm={self._algorithm!r})"
@@ -97,7 +107,7 @@ class BearerVerifier:
             raise InvalidCredentialsError(message) from None
         except jwt.InvalidTokenError:
             raise InvalidCredentialsError("the bearer token is not valid") from None
-        return _principal(claims)
+        return replace(_principal(claims), grant=self.grant)
 
 
 def _principal(claims: Mapping[str, Any]) -> Principal:

@@ -3,7 +3,9 @@
 A request carries at most one credential: ``Authorization: Bearer <jwt>``,
 ``Authorization: ApiKey <key>`` or ``X-Api-Key: <key>`` (schemes are case-insensitive). No
 credential is an anonymous caller; several, an unknown scheme, an empty value, or a kind of
-credential the configuration does not accept is ``InvalidCredentialsError`` (401).
+credential the configuration does not accept is ``InvalidCredentialsError`` (401). It is a
+``GrantChecker``: a grant stands while the key entry or the bearer key that gave it is still
+configured, unchanged.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class CredentialAuthenticator:
     def __init__(self, bearer: BearerVerifier | None, api_keys: ApiKeyTable) -> None:
         self._bearer = bearer
         self._api_keys = api_keys
+        self._grants = api_keys.grants | ({bearer.grant} if bearer is not None else set())
 
     @classmethod
     def from_config(cls, config: HttpConfig) -> CredentialAuthenticator:
@@ -47,6 +50,10 @@ class CredentialAuthenticator:
 
     def __repr__(self) -> str:
         return f"CredentialAuthenticator({self._bearer!r}, {self._api_keys!r})"
+
+    def honours(self, grant: str | None) -> bool:
+        """Whether the API key entry or bearer verifier that gave ``grant`` is configured."""
+        return grant in self._grants
 
     async def authenticate(self, request: HTTPConnection) -> Principal | None:
         """Return the caller, or ``None`` when the request carries no credential.

@@ -180,11 +180,14 @@ async def test_a_viewer_sees_no_actions_and_is_refused_one(
 async def test_bulk_retry_acts_on_the_filter_only(
     store: PgDashboardStore, ids: dict[str, str], database_url: str, pg_schema: str
 ) -> None:
-    form = {"status": "failed", "kind": "job", "queue": "emails", "q": "boom", "confirm": "yes"}
+    form = {"status": "failed", "kind": "job", "queue": "emails", "q": "boom"}
+    headers = {"X-Api-Key": ADMIN_KEY}
     async with client(dashboard(store)) as http:
-        answer = await http.post(
-            f"{BASE}/actions/bulk-retry", data=form, headers={"X-Api-Key": ADMIN_KEY}
-        )
+        asked = await http.post(f"{BASE}/actions/bulk-retry", data=form, headers=headers)
+        token = re.search(r'name="confirmation" value="([^"]+)"', asked.text)
+        assert token is not None
+        form |= {"confirm": "yes", "confirmation": token.group(1)}
+        answer = await http.post(f"{BASE}/actions/bulk-retry", data=form, headers=headers)
     assert answer.status_code == 303
     statuses = {name: await status_of(database_url, pg_schema, i) for name, i in ids.items()}
     assert statuses["failed"] == "pending"

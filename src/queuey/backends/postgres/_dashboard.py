@@ -1,7 +1,8 @@
 """The dashboard's reads and actions on PostgreSQL: ``PgDashboardStore``.
 
-Statements come from ``sql/dashboard.sql`` by name, composed once with the message table and
-the audit and pause tables of migration 0004 as quoted identifiers. Rows are read by column
+Statements come from ``sql/dashboard.sql`` by name, composed once with the message table, the
+audit and pause tables of migration 0004 and the sign-out and bulk tables of 0006 as quoted
+identifiers. Rows are read by column
 name into the dataclasses of ``_dashboard_rows``. Connections come from a small pool of its
 own, autocommit and never prepared (each statement is planned with its real parameters, so an
 optional filter never leaves a generic plan that ignores an index). Every action is one
@@ -39,13 +40,18 @@ from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
 from queuey.secrets import remember
 
-__all__ = ["OVERVIEW_BUDGET", "SCAN_BUDGET", "PgDashboardStore"]
+__all__ = ["OVERVIEW_BUDGET", "SCAN_BUDGET", "ConfirmationGone", "PgDashboardStore"]
 
 OVERVIEW_BUDGET = 60_000
 """The overview reads at most about this many index entries per state (running, failed, done),
 shared between the queues: each queue's counts stop at ``max(1000, budget / queues)``."""
 SCAN_BUDGET = 2_000
 """A filtered job list reads at most this many index entries per page."""
+
+
+class ConfirmationGone(Exception):
+    """A bulk action's confirmation was already used, is past its time, or is someone else's."""
+
 
 _NAME_LINE = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _R = TypeVar("_R")
@@ -59,13 +65,13 @@ def _raw_statements() -> dict[str, str]:
 
 
 def dashboard_names(schema: str, table: str) -> dict[str, sql.Composable]:
-    """The identifiers ``dashboard.sql`` is composed with (as migration 0004 names them)."""
+    """The identifiers ``dashboard.sql`` is composed with (as migrations 0004 and 0006 name
+    them)."""
     schema, table = check_identifier(schema, "schema"), check_identifier(table, "table")
-    return {
-        "table": sql.Identifier(schema, table),
-        "audit": sql.Identifier(schema, f"{table}_audit"[:63]),
-        "paused": sql.Identifier(schema, f"{table}_paused"[:63]),
-    }
+    names: dict[str, sql.Composable] = {"table": sql.Identifier(schema, table)}
+    for suffix in ("audit", "paused", "signed_out", "bulk"):
+        names[suffix] = sql.Identifier(schema, f"{table}_{suffix}"[:63])
+    return names
 
 
 class PgDashboardStore:
@@ -245,33 +251,73 @@ class PgDashboardStore:
     # -- actions -----------------------------------------------------------------------------
 
     async def retry(
-        self, actor: str, *, job_id: str | None = None, where: JobFilter | None = None
+        self,
+        actor: str,
+        *,
+        job_id: str | None = None,
+        where: JobFilter | None = None,
+        token: str | None = None,
     ) -> int:
         """Put failed rows back to pending (due now) and wake their workers; audited.
 
         Args:
             actor: who acts (a principal id), recorded in the audit log.
             job_id: one row (a UUID string); or
-            where: every failed row of this filter (its status is ignored).
+            where: every failed row of this filter (its status is ignored) among the rows
+                that ``bulk_snapshot`` counted under ``token`` (taken once).
 
         Returns:
             How many rows went back to pending (0 when the row is not failed).
+
+        Raises:
+            ConfirmationGone: ``token`` was used, is past its time or is another actor's.
         """
-        params = self._action_params(actor, "retry", job_id, where)
+        params = self._action_params(actor, "retry", job_id, where, token)
         params |= {"job_channel": self.job_channel, "topic_channel": self.topic_channel}
-        rows = await self._execute("retry", params)
-        return int(rows[0][0]) if rows else 0
+        return self._counted(await self._execute("retry", params), token)
 
     async def discard(
-        self, actor: str, *, job_id: str | None = None, where: JobFilter | None = None
+        self,
+        actor: str,
+        *,
+        job_id: str | None = None,
+        where: JobFilter | None = None,
+        token: str | None = None,
     ) -> int:
-        """Delete failed rows (one row, or every failed row of ``where``); audited.
+        """Delete failed rows (one row, or every failed row of ``where`` among those counted
+        under ``token``, as for ``retry``); audited.
 
         Returns:
             How many rows were deleted.
+
+        Raises:
+            ConfirmationGone: as for ``retry``.
         """
-        rows = await self._execute("discard", self._action_params(actor, "discard", job_id, where))
-        return int(rows[0][0]) if rows else 0
+        params = self._action_params(actor, "discard", job_id, where, token)
+        return self._counted(await self._execute("discard", params), token)
+
+    async def bulk_snapshot(
+        self, actor: str, action: str, where: JobFilter, token: str, secs: float
+    ) -> int:
+        """Remember which failed rows ``where`` matches now, for ``actor``'s bulk ``action``
+        (``"retry"`` or ``"discard"``) confirmed with ``token`` within ``secs`` seconds.
+
+        Returns:
+            How many rows it counted (what the confirmation page shows).
+        """
+        params = self._action_params(actor, action, None, where, token) | {"secs": secs}
+        rows = await self._execute("bulk_snapshot", params)
+        return int(rows[0][0])
+
+    async def sign_out(self, session: str, until: float) -> None:
+        """Record the browser session ``session`` as signed out, for every process, until
+        ``until`` (seconds since the epoch; when it would have ended anyway)."""
+        await self._execute("sign_out", {"session": session, "until": until})
+
+    async def signed_out(self, session: str) -> bool:
+        """Whether the browser session ``session`` was signed out."""
+        rows = await self._execute("signed_out", {"session": session})
+        return bool(rows[0][0])
 
     async def cancel(self, actor: str, job_id: str) -> int:
         """Cancel one pending (due or scheduled) or running job, as ``queuey jobs cancel``
@@ -298,10 +344,10 @@ class PgDashboardStore:
 
     @staticmethod
     def _action_params(
-        actor: str, action: str, job_id: str | None, where: JobFilter | None
+        actor: str, action: str, job_id: str | None, where: JobFilter | None, token: str | None
     ) -> dict[str, Any]:
-        if (job_id is None) == (where is None):
-            raise ValueError("give exactly one of job_id and where")
+        if (job_id is None) == (where is None) or (where is None) != (token is None):
+            raise ValueError("give a job_id, or a where filter with its confirmation token")
         if where is None:
             where, action_name = JobFilter(), action
             described = ""
@@ -313,12 +359,20 @@ class PgDashboardStore:
             "actor": actor,
             "action": action_name,
             "id": job_id,
+            "token": token,
             "kind": where.kind,
             "queue": where.queue,
             "job_type": where.job_type,
             "text": where.text,
             "filter": described,
         }
+
+    @staticmethod
+    def _counted(rows: Sequence[tuple[Any, ...]], token: str | None) -> int:
+        count, found = int(rows[0][0]), int(rows[0][-1])  # first column count, last found
+        if token is not None and not found:
+            raise ConfirmationGone(token)
+        return count
 
     # -- plumbing ----------------------------------------------------------------------------
 

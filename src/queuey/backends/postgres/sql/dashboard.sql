@@ -1,6 +1,6 @@
 -- Every statement the dashboard runs, by name (loaded by backends/postgres/_dashboard.py).
--- {table} is the message table, {audit} and {paused} the tables of migration 0004, all
--- composed with psycopg.sql.Identifier. Each page's statement reads through an index (the
+-- {table} is the message table, {audit} and {paused} the tables of migration 0004,
+-- {signed_out} and {bulk} those of 0006, all composed with psycopg.sql.Identifier. Each page's statement reads through an index (the
 -- dashboard's (kind, queue, status, seq), the partial indexes of 0001, or a primary key);
 -- tests/integration/postgres/test_dashboard_plans.py shows the plans on a million rows.
 -- Columns are named: rows are read into dataclasses by name, never by position.
@@ -243,14 +243,21 @@ LIMIT %(limit)s;
 SELECT kind, queue, paused_by, paused_at FROM {paused} ORDER BY kind, queue;
 
 -- Actions. Each is one statement, so one transaction: the change, its audit row (written
--- even when nothing matched, with count 0) and the notification waking workers commit
+-- even when nothing matched, with count 0; not for a bulk confirmation already used) and
+-- the notification waking workers commit
 -- together or not at all.
 
 -- name: retry
 -- Failed rows back to pending, due now, as `queuey failed retry` does: the row %(id)s (failed
--- or cancelled) when not NULL, else every failed row of the filter (kind and queue when not NULL, job type when
--- not NULL, text as in list_queue).
-WITH touched AS (
+-- or cancelled) when not NULL, else every failed row of the filter (kind and queue when not
+-- NULL, job type when not NULL, text as in list_queue) among the ids the confirmation
+-- %(token)s counted (bulk_snapshot; taken once: `found` says whether it was still there).
+WITH taken AS (
+    DELETE FROM {bulk}
+    WHERE token = %(token)s::text AND actor = %(actor)s AND action = %(action)s
+      AND until > now()
+    RETURNING ids
+), touched AS (
     UPDATE {table}
     SET status = 'pending', attempts = 0, redeliveries = 0, available_at = now(),
         expires_at = now() + (expires_at - available_at), processed_at = NULL,
@@ -261,6 +268,7 @@ WITH touched AS (
       AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
       AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
                        || payload::text), lower(%(text)s::text)) > 0
+      AND (%(token)s::text IS NULL OR id = ANY(coalesce((SELECT ids FROM taken), '{{}}')))
     RETURNING kind, queue
 ), logged AS (
     INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
@@ -269,17 +277,24 @@ WITH touched AS (
            CASE WHEN %(id)s::uuid IS NULL THEN %(queue)s::text ELSE min(queue) END,
            %(id)s::uuid, %(filter)s, count(*)
     FROM touched
+    HAVING %(token)s::text IS NULL OR (SELECT count(*) FROM taken) > 0
 ), woken AS (
     SELECT pg_notify(CASE WHEN w.kind = 'topic' THEN %(topic_channel)s
                           ELSE %(job_channel)s END, w.queue) AS notified
     FROM (SELECT DISTINCT kind, queue FROM touched) AS w
 )
-SELECT (SELECT count(*) FROM touched) AS count, (SELECT count(*) FROM woken) AS woken;
+SELECT (SELECT count(*) FROM touched) AS count, (SELECT count(*) FROM woken) AS woken,
+       (SELECT count(*) FROM taken) AS found;
 
 -- name: discard
 -- Failed rows deleted: the row %(id)s (failed or cancelled), or every failed row of the filter
--- (as for retry).
-WITH touched AS (
+-- among the ids the confirmation %(token)s counted (as for retry).
+WITH taken AS (
+    DELETE FROM {bulk}
+    WHERE token = %(token)s::text AND actor = %(actor)s AND action = %(action)s
+      AND until > now()
+    RETURNING ids
+), touched AS (
     DELETE FROM {table}
     WHERE (status = 'failed' OR (status = 'cancelled' AND %(id)s::uuid IS NOT NULL))
       AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
@@ -287,15 +302,18 @@ WITH touched AS (
       AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
       AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
                        || payload::text), lower(%(text)s::text)) > 0
+      AND (%(token)s::text IS NULL OR id = ANY(coalesce((SELECT ids FROM taken), '{{}}')))
     RETURNING kind, queue
+), logged AS (
+    INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
+    SELECT %(actor)s, %(action)s,
+           CASE WHEN %(id)s::uuid IS NULL THEN %(kind)s::text ELSE min(kind) END,
+           CASE WHEN %(id)s::uuid IS NULL THEN %(queue)s::text ELSE min(queue) END,
+           %(id)s::uuid, %(filter)s, count(*)
+    FROM touched
+    HAVING %(token)s::text IS NULL OR (SELECT count(*) FROM taken) > 0
 )
-INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
-SELECT %(actor)s, %(action)s,
-       CASE WHEN %(id)s::uuid IS NULL THEN %(kind)s::text ELSE min(kind) END,
-       CASE WHEN %(id)s::uuid IS NULL THEN %(queue)s::text ELSE min(queue) END,
-       %(id)s::uuid, %(filter)s, count(*)
-FROM touched
-RETURNING count;
+SELECT (SELECT count(*) FROM touched) AS count, (SELECT count(*) FROM taken) AS found;
 
 -- name: pause
 -- Pause a queue (kind 'job' or 'topic') or a topic app (kind 'app', queue = its prefix).
@@ -343,3 +361,37 @@ SELECT %(actor)s, 'cancel', min(kind), min(queue), %(id)s::uuid, '',
        count(*) + 0 * (SELECT count(*) FROM told)
 FROM touched
 RETURNING count;
+
+-- Bulk confirmations and signed-out sessions (migration 0006).
+
+-- name: bulk_snapshot
+-- Remember the ids of every failed row of the filter (as for retry) under %(token)s for
+-- %(actor)s and %(action)s until %(secs)s seconds from now; returns how many. Drops the
+-- confirmations past their time on the way.
+WITH purged AS (
+    DELETE FROM {bulk} WHERE until <= now()
+), matched AS (
+    SELECT coalesce(array_agg(id), '{{}}') AS ids FROM {table}
+    WHERE status = 'failed'
+      AND (%(kind)s::text IS NULL OR (kind = %(kind)s::text AND queue = %(queue)s::text))
+      AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
+      AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
+                       || payload::text), lower(%(text)s::text)) > 0
+)
+INSERT INTO {bulk} (token, actor, action, ids, until)
+SELECT %(token)s, %(actor)s, %(action)s, ids, now() + make_interval(secs => %(secs)s)
+FROM matched
+RETURNING cardinality(ids) AS count;
+
+-- name: sign_out
+-- Record the session %(session)s as signed out until %(until)s (seconds since the epoch, when
+-- it would have ended anyway); drops the records past their time on the way.
+WITH purged AS (
+    DELETE FROM {signed_out} WHERE until <= now()
+)
+INSERT INTO {signed_out} (session, until) VALUES (%(session)s, to_timestamp(%(until)s))
+ON CONFLICT (session) DO NOTHING;
+
+-- name: signed_out
+-- Whether the session %(session)s was signed out.
+SELECT EXISTS (SELECT 1 FROM {signed_out} WHERE session = %(session)s) AS gone;
