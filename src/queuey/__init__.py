@@ -11,6 +11,7 @@ from queuey.durations import Duration, parse_delay, parse_duration
 from queuey.envelope import Envelope, MalformedEnvelopeError
 from queuey.errors import (
     BackendError,
+    BackendUnavailableError,
     ConfigError,
     Defer,
     DuplicateHandlerError,
@@ -37,6 +38,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Backend",
     "BackendError",
+    "BackendUnavailableError",
     "Backoff",
     "CancelResult",
     "ConfigError",

@@ -7,6 +7,7 @@ The tree::
     ├── PayloadError           a job or topic payload is not JSON every backend stores alike
     ├── SchemaError            the database schema is older than this version needs
     ├── BackendError           the transport failed (connection lost, query failed, broker refused)
+    │   ├── BackendUnavailableError  the server could not be reached: trying later may succeed
     │   └── UnknownQueueError  an operation named a queue this backend never declared
     ├── ShutDownError          the backend or worker is closed
     ├── NotSupportedError      this backend cannot do that (cancel on RabbitMQ, ...)
@@ -28,6 +29,7 @@ from queuey._duration_syntax import to_delay
 
 __all__ = [
     "BackendError",
+    "BackendUnavailableError",
     "ConfigError",
     "Defer",
     "DuplicateHandlerError",
@@ -83,6 +85,13 @@ class SchemaError(QueueyError):
 
 class BackendError(QueueyError):
     """The transport failed: a lost connection, a failed query, a refused publish."""
+
+
+class BackendUnavailableError(BackendError):
+    """The server could not be reached in time (down, restarting, unreachable) or the
+    connection broke: the same call may succeed later. An enqueue that found no connection
+    within its backend's ``publish_timeout`` wrote nothing, and its message says for how long
+    it was tried. The HTTP publish endpoint answers it with 503 and ``Retry-After``."""
 
 
 class UnknownQueueError(BackendError):

@@ -6,7 +6,9 @@ with ``queuey serve``. A request is checked in this order, and the first failing
 invalid (even on a public route); 403 wrong role or organisation class; 413 body over the limit;
 400 body not JSON; 400 not a topic (or a priority, from the ``priority`` query parameter or
 the ``X-Queuey-Priority`` header, that is not a whole number in range, or a malformed
-``Idempotency-Key``); then 202 with the publication, or 500 when the database fails. With an
+``Idempotency-Key``); then 202 with the publication, or 503 with ``Retry-After`` when the
+backend is unreachable (no connection within its ``publish_timeout``: nothing was written, the
+same request may succeed later), or 500 when it fails otherwise. With an
 ``Idempotency-Key`` header, a key already used within ``[queues] idempotency_hours`` writes
 nothing and answers 200 with the first publication; the same key with another topic or body is
 409. Every error body is ``{"error": "..."}`` and never quotes a credential.
@@ -30,7 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 import queuey
-from queuey.errors import BackendError
+from queuey.errors import BackendError, BackendUnavailableError
 from queuey.http.access import AccessPolicy, Level
 from queuey.http.auth import Authenticator, InvalidCredentialsError, Principal
 from queuey.http.authorization import authorize
@@ -52,7 +54,7 @@ from queuey.topics.publication import (
     Publisher,
 )
 
-__all__ = ["PRIORITY_HEADER", "QUEUE_FAILED", "publish_app"]
+__all__ = ["PRIORITY_HEADER", "QUEUE_FAILED", "RETRY_AFTER_SECS", "publish_app"]
 
 PRIORITY_HEADER = "X-Queuey-Priority"
 """The request header that may carry a message's priority (the ``priority`` query parameter
@@ -63,6 +65,9 @@ _WHOLE = re.compile(r"-?[0-9]{1,6}")
 logger = logging.getLogger(__name__)
 
 QUEUE_FAILED = "the message could not be queued"
+
+RETRY_AFTER_SECS = 5
+"""The ``Retry-After`` (seconds) of a 503 answered while the backend is unreachable."""
 
 
 class _RestOfPath(Convertor[str]):
@@ -177,6 +182,11 @@ class _PublishEndpoint:
     ) -> Response:
         try:
             publication = await self._publish(topic, message, published_by, priority, key)
+        except BackendUnavailableError as exc:
+            logger.warning("publishing to topic %r failed: %s", topic, exc)
+            detail = f"{QUEUE_FAILED}: the backend is unreachable, try again later"
+            headers = {"Retry-After": str(RETRY_AFTER_SECS)}
+            raise HTTPException(503, detail, headers=headers) from None
         except BackendError as exc:  # first: a refused statement is a ValueError too
             logger.error("publishing to topic %r failed: %s", topic, exc)
             raise HTTPException(500, QUEUE_FAILED) from None

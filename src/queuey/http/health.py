@@ -3,7 +3,9 @@
 - ``GET /live``: 200 ``live`` whenever the event loop answers (the app runs on the worker's own
   loop, so a blocked loop answers nothing and the probe times out).
 - ``GET /ready``: 200 ``ready`` while the worker runs, pulls, is not shutting down and its
-  backend is connected as far as it knows (``Engine.ready``); else 503 ``not ready``.
+  backend is connected as far as it knows (``Engine.ready``); else 503 ``not ready``, and
+  ``not ready: the postgresql backend is unreachable`` (``rabbitmq``...) while its backend
+  noticed an outage.
 - ``GET /metrics``: the Prometheus text exposition of the worker's ``Metrics`` (404 without).
 
 Served with uvicorn inside the caller's loop (``HttpServer``), the ``http`` extra; the
@@ -22,6 +24,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from queuey._runtime.engine import Engine
+from queuey.backends.base import Observable
 from queuey.http.server import HttpServer
 
 if TYPE_CHECKING:
@@ -40,7 +43,7 @@ def health_app(engine: Engine) -> Starlette:
     async def ready(request: Request) -> Response:
         if engine.ready:
             return PlainTextResponse("ready\n")
-        return PlainTextResponse("not ready\n", status_code=503)
+        return PlainTextResponse(f"{_not_ready(engine)}\n", status_code=503)
 
     async def metrics(request: Request) -> Response:
         if engine.metrics is None:
@@ -53,6 +56,14 @@ def health_app(engine: Engine) -> Starlette:
         Route("/metrics", metrics, methods=["GET"]),
     ]
     return Starlette(routes=routes)
+
+
+def _not_ready(engine: Engine) -> str:
+    """Why ``engine`` is not ready, when it is its backend's outage."""
+    backend = engine.backend
+    if isinstance(backend, Observable) and not backend.connected:
+        return f"not ready: the {backend.messaging_system} backend is unreachable"
+    return "not ready"
 
 
 def _exposition(metrics: Metrics) -> Response:

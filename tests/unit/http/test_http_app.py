@@ -300,7 +300,17 @@ async def test_openapi_describes_the_endpoint() -> None:
     document = response.json()
     assert document["openapi"].startswith("3.1")
     operation = document["paths"]["/queues/{topic}"]["post"]
-    assert set(operation["responses"]) == {"200", "202", "400", "401", "403", "409", "413", "500"}
+    assert set(operation["responses"]) == {
+        "200",
+        "202",
+        "400",
+        "401",
+        "403",
+        "409",
+        "413",
+        "500",
+        "503",
+    }
     assert [p["name"] for p in operation["parameters"]][-1] == "Idempotency-Key"
     assert "`role:ops`" in operation["description"]
     assert document["security"] == [{"bearer": []}, {"apiKey": []}]

@@ -90,6 +90,14 @@ class PostgresBackend:
             it at most is kept aside for claims (one per claim running at once), each set to
             plan the claim once and never JIT-compile it (``plan_cache_mode``,
             ``jit``: PostgreSQL's "Query Planning" settings).
+        publish_timeout: how long an enqueue or publish (``enqueue``, ``enqueue_after``,
+            ``enqueue_many``, topic ``publish``, the HTTP endpoint's) waits for the database
+            (duration; default 5 s): when no connection answers within it, the call raises
+            ``BackendUnavailableError`` saying the database is unreachable and for how long it
+            was tried, and nothing is written. One on the caller's own connection
+            (``connection=``) is not bounded by it: that connection, its transaction and its
+            own timeouts decide. A statement already running is not cut short (a large
+            ``enqueue_many`` takes what it takes).
         poll_only: no LISTEN connection (for PgBouncer in transaction mode): poll only. Nothing
             then outlives a transaction on the pool's connections: claims run on plain pooled
             connections, with no session settings of their own, and no statement is prepared
@@ -115,6 +123,7 @@ class PostgresBackend:
         retain: Duration | None = "24h",
         max_redeliveries: int = 5,
         pool_size: int = 10,
+        publish_timeout: Duration = "5s",
         poll_only: bool = False,
     ) -> None:
         self.conninfo = conninfo
@@ -133,7 +142,15 @@ class PostgresBackend:
             f"queuey {self.owner}",
             pooled_server=self.poll_only,  # poll_only: behind a transaction-mode pooler
         )
-        self._store = Store(self.statements, conninfo, pool, owner=self.owner, lease=self.lease)
+        self.publish_timeout = parse_duration(publish_timeout, "publish_timeout").total_seconds()
+        self._store = Store(
+            self.statements,
+            conninfo,
+            pool,
+            owner=self.owner,
+            lease=self.lease,
+            publish_timeout=self.publish_timeout,
+        )
         self._waker = Waker()
         self._outage = Outage("PostgreSQL", self._waker.wake_all)
         self._completer = Completer(self._store)
@@ -264,6 +281,8 @@ class PostgresBackend:
         Raises:
             TypeError: ``connection`` is not a psycopg ``AsyncConnection`` (a synchronous
                 ``psycopg.Connection`` cannot be awaited); nothing was written.
+            BackendUnavailableError: no connection within ``publish_timeout`` (the database
+                is unreachable); nothing was written.
             BackendError: nothing was written.
             ShutDownError: the backend is not open.
         """
@@ -307,7 +326,8 @@ class PostgresBackend:
             One result per envelope, in order.
 
         Raises:
-            BackendError: nothing was written.
+            BackendError: nothing was written (``BackendUnavailableError`` when no connection
+                came within ``publish_timeout``).
             ShutDownError: the backend is not open.
         """
         self._check_open()
@@ -335,7 +355,8 @@ class PostgresBackend:
         (one statement); the key's first publication either way.
 
         Raises:
-            BackendError: nothing was written.
+            BackendError: nothing was written (``BackendUnavailableError`` when no connection
+                came within ``publish_timeout``).
             ShutDownError: the backend is not open.
         """
         self._check_open()

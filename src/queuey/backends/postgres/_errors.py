@@ -24,8 +24,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
-from queuey.errors import BackendError
+from queuey.errors import BackendError, BackendUnavailableError
 from queuey.secrets import redact
 
 __all__ = [
@@ -33,14 +34,17 @@ __all__ = [
     "RefusedError",
     "UndefinedTableError",
     "database_errors",
+    "no_connection",
+    "server_of",
     "translate",
 ]
 
 _REFUSALS = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.RaiseException)
 
 
-class DatabaseUnavailableError(BackendError):
-    """PostgreSQL could not be reached, or the connection broke: retrying may succeed."""
+class DatabaseUnavailableError(BackendUnavailableError):
+    """PostgreSQL could not be reached, or the connection broke: retrying may succeed (the
+    public ``BackendUnavailableError``)."""
 
 
 class RefusedError(BackendError, ValueError):
@@ -66,6 +70,30 @@ def translate(exc: psycopg.Error | OSError) -> BackendError:
     if isinstance(exc, _REFUSALS):
         return RefusedError(text)
     return BackendError(text)
+
+
+def server_of(conninfo: str) -> str:
+    """``host:port`` of ``conninfo`` for messages (libpq's defaults when it names none; never
+    its password)."""
+    try:
+        params = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return "(unparsable conninfo)"
+    return f"{params.get('host') or 'localhost'}:{params.get('port') or 5432}"
+
+
+def no_connection(server: str, waited: float, *, busy: int = 0) -> DatabaseUnavailableError:
+    """The error of a statement that found no connection to ``server`` within ``waited``
+    seconds (``publish_timeout``): nothing was sent. ``busy``: the pool had that many
+    connections, every one of them in use (so the database was reached, the pool was full)."""
+    limit = f"{waited:g}s (publish_timeout)"
+    if busy:
+        why = f"every connection of the pool ({busy}) stayed busy for {limit}"
+        return DatabaseUnavailableError(f"PostgreSQL at {server}: {why}; nothing was written")
+    return DatabaseUnavailableError(
+        f"PostgreSQL at {server} is unreachable: no connection after trying for {limit}; "
+        "nothing was written"
+    )
 
 
 @contextmanager

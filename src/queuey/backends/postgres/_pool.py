@@ -8,8 +8,12 @@ cut it meanwhile), and the whole pool is checked (``recheck``) after any stateme
 broken connection, so a retry never lands on a connection that a database restart killed.
 
 Publishes one after another reuse one pooled connection kept out of the pool: a publish that
-finds it free skips the pool's checkout and return (a tenth of a single enqueue). A publish
-that fails on it hands it back to the pool, which checks it.
+finds it free skips the pool's checkout and return (a tenth of a single enqueue). It is checked
+like a pooled one when it sat idle (a check that fails hands it back to the pool and the publish
+takes a pooled connection), and a publish that fails on it hands it back to the pool too. A
+publish waits for a connection at most its ``timeout`` (the backend's ``publish_timeout``):
+when none comes, the database is unreachable (or every connection of a full pool stayed busy),
+which ``no_connection`` says.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from queuey.backends.postgres._claiming import ClaimConnections
+from queuey.backends.postgres._errors import DatabaseUnavailableError, no_connection, server_of
 from queuey.backends.postgres._outage import POOL_NAME_PREFIX, POOLED, quiet_pool_logs
 
 __all__ = ["IDLE_CHECK_SECS", "Connection", "Connections", "Lent", "Pool"]
@@ -59,8 +64,13 @@ class Connections(Protocol):
         (``None``: the pool's default)."""
         ...
 
-    def publishing(self) -> AbstractAsyncContextManager[Connection]:
-        """A connection for one publish."""
+    def publishing(self, timeout: float | None = None) -> AbstractAsyncContextManager[Connection]:
+        """A connection for one publish, waiting at most ``timeout`` seconds for it (``None``:
+        the pool's default).
+
+        Raises:
+            DatabaseUnavailableError: (on entering) no connection within ``timeout``.
+        """
         ...
 
     def claiming(self, timeout: float | None = None) -> AbstractAsyncContextManager[Connection]:
@@ -89,7 +99,7 @@ class Lent:
     def connection(self, timeout: float | None = None) -> Lent:
         return self
 
-    def publishing(self) -> Lent:
+    def publishing(self, timeout: float | None = None) -> Lent:
         return self
 
     def claiming(self, timeout: float | None = None) -> Lent:
@@ -156,6 +166,7 @@ class Pool:
             reset=_mark_used,
             configure=_configure,
         )
+        self._server = server_of(conninfo)
         self._kept: Connection | None = None
         self._kept_busy = False
         keep = 0 if pooled_server else max_size // 4
@@ -183,52 +194,72 @@ class Pool:
             return self._pool.connection(timeout=timeout)
         return self._claims.lend(timeout)
 
-    def publishing(self) -> AbstractAsyncContextManager[Connection]:
-        """The kept connection when it is free, else a pooled one (after which a connection is
-        kept, if none is)."""
-        if self._kept is None or self._kept_busy:
-            return _Pooled(self)
-        self._kept_busy = True
-        return _Kept(self, self._kept)
+    def publishing(self, timeout: float | None = None) -> AbstractAsyncContextManager[Connection]:
+        """The kept connection when it is free (and answers, if it sat idle), else a pooled one
+        waiting at most ``timeout`` seconds (after which a connection is kept, if none is)."""
+        return _Publishing(self, timeout)
+
+    def no_connection(self, waited: float) -> DatabaseUnavailableError:
+        """The error of a checkout that found no connection within ``waited`` seconds: the
+        database is unreachable, or every connection of the full pool stayed busy."""
+        stats = self._pool.get_stats()
+        size = stats.get("pool_size", 0)
+        busy = size if size >= self._pool.max_size and not stats.get("pool_available") else 0
+        return no_connection(self._server, waited, busy=busy)
 
     async def recheck(self) -> None:
         with contextlib.suppress(Exception):
             await self._pool.check()
 
 
-class _Kept:
-    """A loan of the kept connection; a statement failing on it sends it back to the pool."""
+class _Publishing:
+    """A loan for one publish: the kept connection when it is free (checked first when it sat
+    idle: a broken one goes back to the pool), else a pooled one; a statement failing on the
+    kept connection sends it back to the pool, and a pooled loan that went well keeps one."""
 
-    def __init__(self, pool: Pool, conn: Connection) -> None:
+    def __init__(self, pool: Pool, timeout: float | None) -> None:
         self._owner = pool
-        self._conn = conn
+        self._timeout = timeout
+        self._kept: Connection | None = None
+        self._loan: AbstractAsyncContextManager[Connection] | None = None
 
     async def __aenter__(self) -> Connection:
-        return self._conn
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         owner = self._owner
-        owner._kept_busy = False
-        if exc_type is not None:  # maybe broken: back to the pool, which checks it
-            owner._kept = None
-            await owner._pool.putconn(self._conn)
-
-
-class _Pooled:
-    """A loan of a pooled connection, after which one connection is kept for publishes."""
-
-    def __init__(self, pool: Pool) -> None:
-        self._owner = pool
-        self._loan = pool._pool.connection()
-
-    async def __aenter__(self) -> Connection:
-        return await self._loan.__aenter__()
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        owner = self._owner
+        kept = owner._kept
+        if kept is not None and not owner._kept_busy:
+            owner._kept_busy = True
+            try:
+                await _check_if_idle(kept)
+            except Exception:  # cut while idle (a restart, a firewall): the pool checks it
+                owner._kept, owner._kept_busy = None, False
+                await owner._pool.putconn(kept)
+            else:
+                self._kept = kept
+                return kept
+        self._loan = owner._pool.connection(timeout=self._timeout)
         try:
-            if exc_info[0] is None and owner._kept is None and not owner._kept_busy:
+            return await self._loan.__aenter__()
+        except PoolTimeout:
+            waited = owner._pool.timeout if self._timeout is None else self._timeout
+            raise owner.no_connection(waited) from None
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: Any) -> None:
+        owner, kept = self._owner, self._kept
+        if kept is not None:
+            owner._kept_busy = False
+            if exc_type is None:
+                _last_used[kept] = time.monotonic()
+            else:  # maybe broken: back to the pool, which checks it
+                owner._kept = None
+                await owner._pool.putconn(kept)
+            return
+        loan = self._loan
+        if loan is None:
+            return
+        try:
+            if exc_type is None and owner._kept is None and not owner._kept_busy:
                 with contextlib.suppress(Exception):
                     owner._kept = await owner._pool.getconn(timeout=0.1)
+                    _last_used[owner._kept] = time.monotonic()
         finally:
-            await self._loan.__aexit__(*exc_info)
+            await loan.__aexit__(exc_type, *rest)

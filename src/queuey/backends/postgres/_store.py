@@ -63,7 +63,7 @@ UniqueQuery = Literal["publish_unique", "publish_once"]
 
 BACKGROUND_TIMEOUT = 5.0
 """How long the statements of consumers, settles and maintenance wait for a pooled connection
-(seconds); publishes and inspections wait as long as the pool's default."""
+(seconds); publishes wait ``publish_timeout``, inspections as long as the pool's default."""
 
 _IN_CLAIM_ORDER = attrgetter("position")
 
@@ -78,6 +78,9 @@ class Store:
             ``None`` for a store used only through ``session()``.
         owner: this process's identity, with ``attempts`` the fencing token of its claims.
         lease: how long a claim or a heartbeat holds a row (seconds).
+        publish_timeout: how long a publish on a connection of the store waits for one
+            (seconds; ``None``: the pool's default). A publish on the caller's connection
+            runs as that connection does.
     """
 
     def __init__(
@@ -88,10 +91,12 @@ class Store:
         *,
         owner: str = "",
         lease: float = 0.0,
+        publish_timeout: float | None = None,
     ) -> None:
         self.statements = statements
         self.owner = owner
         self.lease = lease
+        self.publish_timeout = publish_timeout
         self._conninfo = conninfo
         remember(conninfo)
         self._connections = connections
@@ -233,7 +238,7 @@ class Store:
             with database_errors():
                 if connection is not None:
                     return await _execute(connection, statement, params, rows)
-                async with self._where().publishing() as conn:
+                async with self._where().publishing(self.publish_timeout) as conn:
                     return await _execute(conn, statement, params, rows)
         except DatabaseUnavailableError:
             await self._where().recheck()
@@ -259,7 +264,7 @@ class Store:
                 if connection is not None:
                     await self._copy(connection, data, queues, channel)
                     return
-                async with self._where().publishing() as conn:
+                async with self._where().publishing(self.publish_timeout) as conn:
                     await self._copy(conn, data, queues, channel)
         except DatabaseUnavailableError:
             await self._where().recheck()

@@ -19,13 +19,15 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import sql
 from psycopg.rows import class_row, scalar_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from queuey.backends.base import JobInfo
 from queuey.backends.postgres._errors import (
     DatabaseUnavailableError,
     UndefinedTableError,
     database_errors,
+    no_connection,
+    server_of,
 )
 from queuey.backends.postgres._sql import Statements
 from queuey.backends.postgres._store import Params, PublishQuery, schema_error
@@ -73,6 +75,7 @@ class SyncStore:
         pool_size: the pool's maximum size.
         application_name: what its connections show in ``pg_stat_activity``.
         connect_timeout: give up connecting after this many seconds.
+        publish_timeout: how long a publish on a pooled connection waits for one (seconds).
     """
 
     def __init__(
@@ -83,10 +86,13 @@ class SyncStore:
         pool_size: int,
         application_name: str,
         connect_timeout: int,
+        publish_timeout: float = 5.0,
     ) -> None:
         self.statements = statements
         remember(conninfo)
+        self._server = server_of(conninfo)
         self._timeout = float(connect_timeout)
+        self.publish_timeout = publish_timeout
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
@@ -141,18 +147,39 @@ class SyncStore:
         """
         return self._on_pool(lambda conn: _scalars(conn, self.statements[name], params))
 
-    def _on_pool(self, work: Callable[[SyncConnection], T]) -> T:
-        """``work`` on a pooled connection; after a lost connection the pool checks the rest.
+    def _on_pool(self, work: Callable[[SyncConnection], T], timeout: float | None = None) -> T:
+        """``work`` on a pooled connection, waiting at most ``timeout`` seconds for one
+        (``None``: the pool's default); after a lost connection the pool checks the rest.
 
         Raises:
+            DatabaseUnavailableError: no connection within ``timeout`` (``no_connection``).
             BackendError: as ``database_errors`` maps it.
         """
         try:
-            with database_errors(), self._pool.connection() as conn:
-                return work(conn)
+            with database_errors():
+                conn = self._checkout(timeout)
+                try:
+                    return work(conn)
+                finally:
+                    self._pool.putconn(conn)
         except DatabaseUnavailableError:
             self._pool.check()
             raise
+
+    def _checkout(self, timeout: float | None) -> SyncConnection:
+        """A pooled connection within ``timeout`` seconds (``None``: the pool's default).
+
+        Raises:
+            DatabaseUnavailableError: none came (``no_connection``).
+        """
+        try:
+            return self._pool.getconn(timeout)
+        except PoolTimeout:
+            waited = self._pool.timeout if timeout is None else timeout
+            stats = self._pool.get_stats()
+            size = stats.get("pool_size", 0)
+            full = size >= self._pool.max_size and not stats.get("pool_available")
+            raise no_connection(self._server, waited, busy=size if full else 0) from None
 
     def publish(
         self, query: PublishQuery, params: Params, connection: SyncConnection | None = None
@@ -161,6 +188,8 @@ class SyncStore:
         caller's transaction) or on a pooled connection.
 
         Raises:
+            DatabaseUnavailableError: no pooled connection within ``publish_timeout``;
+                nothing was written.
             BackendError: nothing was written (on the caller's connection, its transaction
                 is then aborted, as for any failed statement).
         """
@@ -169,7 +198,7 @@ class SyncStore:
             with database_errors():
                 connection.execute(statement, params)
             return
-        self._on_pool(lambda conn: conn.execute(statement, params).rowcount)
+        self._on_pool(lambda conn: conn.execute(statement, params).rowcount, self.publish_timeout)
 
     def cancel(self, row_id: str, channel: str) -> str | None:
         """``cancel``: as ``Store.cancel``; returns the status the row had, ``None`` when no

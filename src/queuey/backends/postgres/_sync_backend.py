@@ -21,6 +21,7 @@ from queuey.backends.postgres._cancel import cancel_channel, cancel_result
 from queuey.backends.postgres._publish import bulk_params, single_params
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._sync import SyncStore, caller_connection
+from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
@@ -41,6 +42,10 @@ class SyncPostgresBackend:
             ``PostgresBackend``'s).
         pool_size: the pool's maximum size (default 4).
         connect_timeout: give up connecting after this many seconds (default 10).
+        publish_timeout: how long an enqueue waits for the database (duration; default 5 s),
+            as ``PostgresBackend``'s: past it, ``BackendUnavailableError`` says the database
+            is unreachable and for how long it was tried, and nothing was written. An enqueue
+            on the caller's connection (``connection=``) is not bounded by it.
 
     Raises:
         ConfigError: a bad identifier or count (the message names it).
@@ -58,6 +63,7 @@ class SyncPostgresBackend:
         channel: str | None = None,
         pool_size: int = 4,
         connect_timeout: int = 10,
+        publish_timeout: Duration = "5s",
     ) -> None:
         self.conninfo = conninfo
         self.statements = Statements(schema, table)
@@ -69,6 +75,7 @@ class SyncPostgresBackend:
             pool_size=check_int(pool_size, "pool_size", low=1),
             application_name=f"queuey-sync {process_identity()}",
             connect_timeout=check_int(connect_timeout, "connect_timeout", low=1),
+            publish_timeout=parse_duration(publish_timeout, "publish_timeout").total_seconds(),
         )
         self._declared: dict[tuple[Kind, str], QueueConfig] = {}
         self._state = "new"
@@ -157,6 +164,8 @@ class SyncPostgresBackend:
 
         Raises:
             TypeError: ``connection`` is neither.
+            BackendUnavailableError: no connection within ``publish_timeout``; nothing was
+                written.
             BackendError: nothing was written.
             ShutDownError: the backend is not open.
         """

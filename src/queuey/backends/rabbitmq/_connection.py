@@ -40,7 +40,13 @@ from aio_pika.exceptions import AMQPError, ChannelInvalidStateError
 from queuey.backends._quiet import demote, templates
 from queuey.backends.rabbitmq._errors import describe, password_of, redact, translated
 from queuey.backends.rabbitmq._options import RabbitMqOptions
-from queuey.errors import BackendError, ConfigError, QueueyError, ShutDownError
+from queuey.errors import (
+    BackendError,
+    BackendUnavailableError,
+    ConfigError,
+    QueueyError,
+    ShutDownError,
+)
 from queuey.secrets import remember
 
 __all__ = ["Link", "Restore", "quiet_driver_logs"]
@@ -295,7 +301,7 @@ class Link:
         the password blanked out, without a deadline of its own (see ``bounded``)."""
         return translated(what, self._password)
 
-    def unreachable(self, what: str) -> BackendError:
+    def unreachable(self, what: str) -> BackendUnavailableError:
         """The error of ``what`` not done within ``publish_timeout``: the broker is
         unreachable (or, while reconnecting, not connected)."""
         limit = f"{self._publish_timeout:g}s"
@@ -303,7 +309,9 @@ class Link:
             why = f"no answer within {limit} (publish_timeout)"
         else:
             why = f"not connected for {limit} (publish_timeout); still reconnecting"
-        return BackendError(f"{what}: the broker at {self.safe_url} is unreachable: {why}")
+        return BackendUnavailableError(
+            f"{what}: the broker at {self.safe_url} is unreachable: {why}"
+        )
 
     @property
     def _publish_timeout(self) -> float:
