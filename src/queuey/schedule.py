@@ -147,6 +147,9 @@ class ScheduleRecord:
         last_fired_at: when that slot was recorded (backend clock), ``None`` before the first.
         last_job_id: the job (or first message) that slot enqueued.
         paused: paused schedules fire nothing until resumed.
+        declared_at: when this expression and zone replaced the schedule's earlier ones
+            (backend clock: when a worker first registered the change); ``None`` while it keeps
+            the ones it was first registered with.
     """
 
     name: str
@@ -156,6 +159,11 @@ class ScheduleRecord:
     last_fired_at: datetime | None = None
     last_job_id: str | None = None
     paused: bool = False
+    declared_at: datetime | None = None
+
+    def declares(self, timing: Timing) -> bool:
+        """Whether this record's expression and zone are ``timing``'s."""
+        return (self.expression, self.tz) == (timing.expression(), timing.tz)
 
 
 class Periodic:

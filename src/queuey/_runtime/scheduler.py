@@ -10,7 +10,15 @@ Missed slots (every worker was down, or late) follow the schedule's ``catch_up``
 only (``"latest"``), up to ``catch_up_limit`` of them oldest first (``"all"``), or only a slot
 at most ``grace`` late (``"none"``). A schedule with no record yet starts from now: nothing is
 missed before its first worker. A paused schedule fires nothing, and the slots that fall due
-while it is paused are skipped. ``skip_if_running`` skips a slot while the previous firing
+while it is paused are skipped.
+
+A missed slot is a slot of the schedule as it was declared when the slot fell due. The record
+keeps the declaration in effect (expression and zone) and when it took effect (``declared_at``).
+A worker whose declaration differs registers it: first it fires the missed slots of the
+declaration recorded (they fell due under it), then its own takes effect from now, so it fires
+from its next slot, never a slot the earlier declaration did not have. A worker whose
+declaration is no longer the one recorded (another worker registered a newer one) fires nothing
+of that schedule and says so. ``skip_if_running`` skips a slot while the previous firing
 is still pending or running. A failing backend is logged and tried again a second later; it
 never stops the worker.
 """
@@ -30,7 +38,7 @@ from queuey.backends.base import Backend, ScheduleBackend, UniqueBackend
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError, QueueyError
 from queuey.queues import QueueSet
-from queuey.schedule import Periodic, Schedule, ScheduleRecord, slot_key
+from queuey.schedule import Periodic, Schedule, ScheduleRecord, Timing, slot_key
 from queuey.unique import ALL_STATES, EnqueueResult, UniqueKey, state_mask
 
 __all__ = [
@@ -69,11 +77,13 @@ class Entry:
         plan: the schedule (timing, catch-up rules).
         fire: enqueues one slot with the slot's unique key.
         cursor: the newest slot this worker fired, found fired or skipped (UTC).
+        superseded: another worker registered another declaration of this schedule since.
     """
 
     plan: Periodic
     fire: Fire
     cursor: datetime | None = None
+    superseded: bool = False
 
 
 class Scheduler:
@@ -96,7 +106,7 @@ class Scheduler:
             return
         while True:
             try:
-                await self._backend.register_schedules([e.plan.record() for e in self._entries])
+                await self.register()
                 break
             except QueueyError as exc:
                 log.error("could not register the schedules: %s", exc)
@@ -108,6 +118,42 @@ class Scheduler:
                 log.error("schedules: %s; trying again in %gs", exc, RETRY_SECS)
                 wait = RETRY_SECS
             await asyncio.sleep(wait)
+
+    async def register(self) -> None:
+        """Register the schedules; before a changed one takes effect, fire the slots its
+        recorded declaration missed (see the module docstring).
+
+        Raises:
+            QueueyError: the backend failed.
+        """
+        now = await self._backend.clock()
+        for record in await self._backend.list_schedules(self._names):
+            entry = next(e for e in self._entries if e.plan.name == record.name)
+            if not record.declares(entry.plan.timing) and not record.paused:
+                await self._fire_recorded(entry, record, now)
+        await self._backend.register_schedules([e.plan.record() for e in self._entries])
+
+    async def _fire_recorded(self, entry: Entry, record: ScheduleRecord, now: datetime) -> None:
+        """Fire the missed slots of ``record``'s declaration, which ``entry`` replaces."""
+        since = _latest(record.last_slot, record.declared_at)
+        try:
+            timing = Timing.parse(record.expression, record.tz)
+        except ConfigError:
+            return  # a declaration this version cannot read has no slots to catch up
+        if since is None:
+            return
+        log.info(
+            "schedule %s: %s (%s) becomes %s (%s) from its next slot",
+            record.name,
+            record.expression,
+            record.tz,
+            entry.plan.timing.expression(),
+            entry.plan.timing.tz,
+            extra={"schedule": record.name},
+        )
+        last_job = record.last_job_id
+        for slot in _missed(entry.plan, timing, since, now):
+            last_job = await self._fire(entry, last_job, slot)
 
     async def tick(self) -> float:
         """Fire every due slot now; the seconds until the next one (at most
@@ -126,20 +172,32 @@ class Scheduler:
 
     async def _fire_due(self, entry: Entry, record: ScheduleRecord, now: datetime) -> None:
         if entry.cursor is None:  # first look: start from the record, or from now
-            entry.cursor = record.last_slot or now
-        last = max(entry.cursor, record.last_slot or entry.cursor)
-        if record.paused:
+            entry.cursor = _latest(record.last_slot, record.declared_at) or now
+        last = max(entry.cursor, _latest(record.last_slot, record.declared_at) or entry.cursor)
+        superseded = not record.declares(entry.plan.timing)
+        if superseded and not entry.superseded:
+            self._superseded(entry, record)
+        entry.superseded = superseded
+        if record.paused or superseded:
             entry.cursor = max(last, now)
             return
-        plan = entry.plan
-        limit = plan.catch_up_limit if plan.catch_up == "all" else 1
-        due = plan.timing.slots(last, now, limit)
-        if plan.catch_up == "none":
-            due = [slot for slot in due if now - slot <= plan.grace]
+        due = _missed(entry.plan, entry.plan.timing, last, now)
         last_job = record.last_job_id
         for slot in due:
             last_job = await self._fire(entry, last_job, slot)
         entry.cursor = max(last, due[-1]) if due else last
+
+    def _superseded(self, entry: Entry, record: ScheduleRecord) -> None:
+        log.warning(
+            "schedule %s: another worker declared it %s (%s) since; this worker's %s (%s) "
+            "fires nothing of it until it is restarted",
+            record.name,
+            record.expression,
+            record.tz,
+            entry.plan.timing.expression(),
+            entry.plan.timing.tz,
+            extra={"schedule": record.name},
+        )
 
     async def _fire(self, entry: Entry, last_job: str | None, slot: datetime) -> str | None:
         """Fire ``slot`` (unless the previous firing ``last_job`` still runs and the plan says
@@ -167,6 +225,21 @@ class Scheduler:
                 extra={"schedule": plan.name, "job_id": result.job_id},
             )
         return result.job_id
+
+
+def _latest(*moments: datetime | None) -> datetime | None:
+    """The latest of ``moments`` that are not ``None``; ``None`` when all are."""
+    known = [moment for moment in moments if moment is not None]
+    return max(known) if known else None
+
+
+def _missed(plan: Periodic, timing: Timing, after: datetime, now: datetime) -> list[datetime]:
+    """The slots of ``timing`` in ``(after, now]`` that ``plan``'s catch-up rules fire."""
+    limit = plan.catch_up_limit if plan.catch_up == "all" else 1
+    due = timing.slots(after, now, limit)
+    if plan.catch_up == "none":
+        due = [slot for slot in due if now - slot <= plan.grace]
+    return due
 
 
 def schedule_backend(backend: Backend) -> ScheduleBackend:

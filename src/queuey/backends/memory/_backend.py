@@ -196,7 +196,7 @@ class MemoryBackend:
     async def register_schedules(self, records: Sequence[ScheduleRecord]) -> None:
         """Create or update the schedules (their last slot and paused flag are kept)."""
         for record in records:
-            self._store.keys.register(record)
+            self._store.keys.register(record, self._store.clock.now())
 
     async def list_schedules(self, names: Sequence[str] | None = None) -> list[ScheduleRecord]:
         """The known schedules (of ``names`` only, when given), by name."""

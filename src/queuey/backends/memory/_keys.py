@@ -113,13 +113,16 @@ class Keys:
         """Record the publication of ``ids`` under ``key`` at ``now``."""
         self.used[key] = _Use(ids, fingerprint, now)
 
-    def register(self, record: ScheduleRecord) -> None:
-        """Create the schedule, or update its expression and zone (keeping its state)."""
+    def register(self, record: ScheduleRecord, now: datetime) -> None:
+        """Create the schedule, or update its expression and zone (keeping its state); a
+        changed expression or zone takes effect at ``now``."""
         known = self.schedules.get(record.name)
         if known is None:
             self.schedules[record.name] = replace(record)
-        else:
-            self.schedules[record.name] = replace(known, expression=record.expression, tz=record.tz)
+        elif (known.expression, known.tz) != (record.expression, record.tz):
+            self.schedules[record.name] = replace(
+                known, expression=record.expression, tz=record.tz, declared_at=now
+            )
 
     def fired(self, name: str, slot: datetime, job_id: str, now: datetime) -> None:
         """Slot ``slot`` of ``name`` fired as ``job_id`` (the last slot only moves forward)."""

@@ -449,16 +449,18 @@ SELECT status FROM {table} WHERE id = %(id)s::uuid;
 
 -- name: register_schedules
 -- The schedules a worker knows: new ones created, known ones given their expression and time
--- zone; their last slot and paused flag are kept.
+-- zone; their last slot and paused flag are kept. A changed expression or zone takes effect
+-- now (declared_at, migration 0008): its slots count from then.
 INSERT INTO {schedules} AS s (name, expression, tz)
 SELECT * FROM unnest(%(names)s::text[], %(expressions)s::text[], %(zones)s::text[])
 ON CONFLICT (name) DO UPDATE
-SET expression = EXCLUDED.expression, tz = EXCLUDED.tz, updated_at = now()
+SET expression = EXCLUDED.expression, tz = EXCLUDED.tz, declared_at = now(), updated_at = now()
 WHERE (s.expression, s.tz) IS DISTINCT FROM (EXCLUDED.expression, EXCLUDED.tz);
 
 -- name: list_schedules
 -- The known schedules (of %(names)s only, when not NULL), by name.
-SELECT name, expression, tz, last_slot, last_fired_at, last_job_id::text AS last_job_id, paused
+SELECT name, expression, tz, last_slot, last_fired_at, last_job_id::text AS last_job_id, paused,
+       declared_at
 FROM {schedules}
 WHERE %(names)s::text[] IS NULL OR name = ANY(%(names)s::text[])
 ORDER BY name;
