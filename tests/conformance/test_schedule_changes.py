@@ -58,7 +58,7 @@ async def run_with(
         worker.shutdown()
         await task
     fired = [
-        datetime.fromisoformat(str(r.args[1]))
+        datetime.fromisoformat(r.getMessage().rsplit(" ", 1)[1])
         for r in caplog.records
         if r.name == "queuey.schedule" and r.msg == "schedule %s fired slot %s"
     ]
