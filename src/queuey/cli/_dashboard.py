@@ -98,13 +98,19 @@ def dashboard_command(
         from starlette.applications import Starlette
 
         from queuey.dashboard import dashboard_mount, dashboard_path
-        from queuey.http.server import HttpServer
+        from queuey.http.server import HttpServer, timeouts
 
         store = _store(url, schema, app_config.queues)
         try:
             await store.open()
             mount = dashboard_mount(settings.dashboard, store, settings.http, app_prefix=prefix)
-            server = HttpServer(Starlette(routes=[mount]), host=host, port=port, log_level="info")
+            server = HttpServer(
+                Starlette(routes=[mount]),
+                host=host,
+                port=port,
+                log_level="info",
+                **timeouts(settings.http),
+            )
             log.info("dashboard at http://%s:%d%s/", host, port, dashboard_path(settings.http))
             await run_until_signal(server.run, server.shutdown)
         finally:
@@ -127,7 +133,7 @@ def _run_http(
         from queuey.cli._topics import connect_backend
         from queuey.dashboard import PauseGate, dashboard_mount
         from queuey.http import publish_app
-        from queuey.http.server import HttpServer
+        from queuey.http.server import HttpServer, timeouts
 
         backend = await connect_backend(app.config, url, schema=schema)
         store = _store(url, schema, app.config)
@@ -142,7 +148,7 @@ def _run_http(
             http_app = publish_app(
                 settings.http, app.publisher(backend), settings.publish, mounts=[mount]
             )
-            server = HttpServer(http_app, log_level="info", **net)
+            server = HttpServer(http_app, log_level="info", **net, **timeouts(settings.http))
 
             def stop(force: bool = False) -> None:
                 subscriber.shutdown(force=force)

@@ -37,7 +37,7 @@ def serve_command(
     """
     try:
         from queuey.http import AccessPolicy, HttpConfig, publish_app
-        from queuey.http.server import HttpServer
+        from queuey.http.server import HttpServer, timeouts
     except ImportError as exc:
         fail(f"queuey serve needs the http extra (pip install 'queuey[http]'): {exc}")
     from queuey.topics import TopicPublisher, load_app_config
@@ -55,7 +55,9 @@ def serve_command(
         try:
             publisher = TopicPublisher(app_config.queues, backend)
             app = publish_app(http_config, publisher, access)
-            server = HttpServer(app, host=host, port=port, log_level="info")
+            server = HttpServer(
+                app, host=host, port=port, log_level="info", **timeouts(http_config)
+            )
             log.info("POST %s/queues/{topic}: publish = %s", http_config.base, access)
             await run_until_signal(server.run, server.shutdown)
         finally:

@@ -5,6 +5,8 @@
     [http]
     base = "/api"                 # routes live under it; default "" (the app's root)
     max_body_bytes = 1048576      # 413 above this; default 1 MiB
+    header_timeout_secs = 10      # 408 when a request's headers take longer; default 10
+    body_timeout_secs = 30        # 408 when its body takes longer after them; default 30
 
     [http.jwt]                    # bearer tokens (optional)
     secret = "${QUEUEY_JWT_SECRET}"   # HS256, at least 32 bytes; or public_key = PEM (RS256)
@@ -30,9 +32,10 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from queuey._validation import Site, check_int, check_str
+from queuey._validation import Site, check_float, check_int, check_str
 from queuey.errors import ConfigError
 from queuey.http.bearer import MIN_SECRET_BYTES, load_public_key
+from queuey.http.deadlines import DEFAULT_BODY_SECS, DEFAULT_HEADER_SECS
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ApiKeyConfig", "HttpConfig", "JwtConfig"]
 
@@ -124,15 +127,22 @@ class HttpConfig:
         base: the path prefix of every route, ``""`` (the default) or ``"/seg[/seg...]"``
             without a trailing slash; ``POST {base}/queues/{topic}``.
         max_body_bytes: the largest accepted request body in bytes (413 above it).
+        header_timeout_secs: how long a request's headers may take to arrive, in seconds,
+            when ``queuey serve``, ``queuey dashboard`` or ``queuey run --http`` serves it
+            (408 and the connection closed past it).
+        body_timeout_secs: how long its body may take after the headers, in seconds (408).
         jwt: how bearer tokens are verified, or ``None`` to accept none.
         api_keys: the accepted API keys (ids and digests unique).
 
     Raises:
-        ConfigError: a malformed base, a limit below 1, or two keys sharing an id or digest.
+        ConfigError: a malformed base, a limit below 1, a timeout not above 0, or two keys
+            sharing an id or digest.
     """
 
     base: str = ""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    header_timeout_secs: float = DEFAULT_HEADER_SECS
+    body_timeout_secs: float = DEFAULT_BODY_SECS
     jwt: JwtConfig | None = None
     api_keys: tuple[ApiKeyConfig, ...] = ()
 
@@ -141,6 +151,8 @@ class HttpConfig:
             message = "is not a path such as '/api' (no braces, spaces or trailing slash)"
             raise ConfigError(f"base: {self.base!r} {message}")
         check_int(self.max_body_bytes, "max_body_bytes", low=1)
+        for key in ("header_timeout_secs", "body_timeout_secs"):
+            object.__setattr__(self, key, check_float(getattr(self, key), key, positive=True))
         if self.jwt is not None and not isinstance(self.jwt, JwtConfig):
             raise ConfigError(f"jwt: expected a JwtConfig, got {type(self.jwt).__name__}")
         if not isinstance(self.api_keys, tuple | list) or not all(
@@ -169,13 +181,17 @@ class HttpConfig:
                 and the key, e.g. ``app.toml: [http.jwt] secret: must be at least 32 bytes``.
         """
         reader = _Reader(table, "[http]", os.fspath(path))
-        reader.only("base", "max_body_bytes", "jwt", "api_keys")
+        reader.only(
+            "base", "max_body_bytes", "header_timeout_secs", "body_timeout_secs", "jwt", "api_keys"
+        )
         jwt_table = reader.optional_table("jwt")
         base = reader.string("base")
         return reader.build(
             cls,
             base="" if base is None else base.rstrip("/"),
             max_body_bytes=reader.table.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES),
+            header_timeout_secs=reader.table.get("header_timeout_secs", DEFAULT_HEADER_SECS),
+            body_timeout_secs=reader.table.get("body_timeout_secs", DEFAULT_BODY_SECS),
             jwt=None if jwt_table is None else _jwt(reader.nested(jwt_table, "[http.jwt]")),
             api_keys=_api_keys(reader),
         )
