@@ -50,7 +50,7 @@ async def main() -> None:
     print(await tour(MemoryBackend()))
     async with await PostgresBackend.connect(DATABASE_URL, schema=SCHEMA, migrate=True) as pg:
         print(await tour(pg))
-    async with RabbitMqBackend(AMQP_URL) as rabbit:  # pip install queuey[rabbitmq]
+    async with RabbitMqBackend(AMQP_URL) as rabbit:  # pip install 'queuey-jobs[rabbitmq]'
         print(await tour(rabbit))
 
 

@@ -3,37 +3,90 @@
 The public names are re-exported here; the PostgreSQL and RabbitMQ backends are imported from
 ``queuey.backends.postgres`` and ``queuey.backends.rabbitmq``, the synchronous producer from
 ``queuey.sync``.
+
+The names are imported on first use (``import queuey`` alone loads nothing else), so the
+``queuey`` command starts fast; ``from queuey import Worker`` works as usual.
 """
 
-from queuey.backends.base import Backend, CancelResult, Consumer, Delivery, JobInfo
-from queuey.backends.memory import MemoryBackend
-from queuey.durations import Duration, parse_delay, parse_duration
-from queuey.envelope import Envelope, MalformedEnvelopeError
-from queuey.errors import (
-    BackendError,
-    BackendUnavailableError,
-    ConfigError,
-    Defer,
-    DuplicateHandlerError,
-    Fatal,
-    HandlerSignal,
-    NotSupportedError,
-    PayloadError,
-    QueueyError,
-    Retry,
-    SchemaError,
-    ShutDownError,
-    UnknownQueueError,
-)
-from queuey.jobs import Job, JobContext
-from queuey.producer import Producer
-from queuey.queues import DEFAULT_MAX_PRIORITY, Queue, QueueConfig, QueueSet
-from queuey.retry import Backoff, RetryPolicy
-from queuey.schedule import Schedule
-from queuey.unique import EnqueueResult, Unique
-from queuey.worker import QueueStats, Worker
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from queuey.backends.base import Backend, CancelResult, Consumer, Delivery, JobInfo
+    from queuey.backends.memory import MemoryBackend
+    from queuey.durations import Duration, parse_delay, parse_duration
+    from queuey.envelope import Envelope, MalformedEnvelopeError
+    from queuey.errors import (
+        BackendError,
+        BackendUnavailableError,
+        ConfigError,
+        Defer,
+        DuplicateHandlerError,
+        Fatal,
+        HandlerSignal,
+        NotSupportedError,
+        PayloadError,
+        QueueyError,
+        Retry,
+        SchemaError,
+        ShutDownError,
+        UnknownQueueError,
+    )
+    from queuey.jobs import Job, JobContext
+    from queuey.producer import Producer
+    from queuey.queues import DEFAULT_MAX_PRIORITY, Queue, QueueConfig, QueueSet
+    from queuey.retry import Backoff, RetryPolicy
+    from queuey.schedule import Schedule
+    from queuey.unique import EnqueueResult, Unique
+    from queuey.worker import QueueStats, Worker
 
 __version__ = "0.1.0"
+
+_WHERE: dict[str, str] = {
+    "Backend": "queuey.backends.base",
+    "BackendError": "queuey.errors",
+    "BackendUnavailableError": "queuey.errors",
+    "Backoff": "queuey.retry",
+    "CancelResult": "queuey.backends.base",
+    "ConfigError": "queuey.errors",
+    "Consumer": "queuey.backends.base",
+    "DEFAULT_MAX_PRIORITY": "queuey.queues",
+    "Defer": "queuey.errors",
+    "Delivery": "queuey.backends.base",
+    "DuplicateHandlerError": "queuey.errors",
+    "Duration": "queuey.durations",
+    "EnqueueResult": "queuey.unique",
+    "Envelope": "queuey.envelope",
+    "Fatal": "queuey.errors",
+    "HandlerSignal": "queuey.errors",
+    "Job": "queuey.jobs",
+    "JobContext": "queuey.jobs",
+    "JobInfo": "queuey.backends.base",
+    "MalformedEnvelopeError": "queuey.envelope",
+    "MemoryBackend": "queuey.backends.memory",
+    "NotSupportedError": "queuey.errors",
+    "PayloadError": "queuey.errors",
+    "Producer": "queuey.producer",
+    "Queue": "queuey.queues",
+    "QueueConfig": "queuey.queues",
+    "QueueSet": "queuey.queues",
+    "QueueStats": "queuey.worker",
+    "QueueyError": "queuey.errors",
+    "Retry": "queuey.errors",
+    "RetryPolicy": "queuey.retry",
+    "Schedule": "queuey.schedule",
+    "SchemaError": "queuey.errors",
+    "ShutDownError": "queuey.errors",
+    "Unique": "queuey.unique",
+    "UnknownQueueError": "queuey.errors",
+    "Worker": "queuey.worker",
+    "parse_delay": "queuey.durations",
+    "parse_duration": "queuey.durations",
+}
+"""Each public name and the module that defines it."""
+
 
 __all__ = [
     "Backend",
@@ -76,3 +129,17 @@ __all__ = [
     "parse_delay",
     "parse_duration",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use and keep it in the module's namespace."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'queuey' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

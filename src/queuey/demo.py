@@ -97,14 +97,17 @@ def declare_tour(prefix: str = DEFAULT_PREFIX) -> Tour:
 
 @dataclass
 class TourSummary:
-    """What the worker observed, per queue, and the dead letters."""
+    """What the worker observed, per queue, the dead letters, and how many of the tour's jobs
+    were settled for good (succeeded or dead-lettered: 6 when the tour completes)."""
 
     queues: dict[str, dict[str, int]] = field(default_factory=dict)
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
+    settled: int = 0
 
     def as_json(self) -> dict[str, Any]:
-        """``{"queues": {name: {"acked", "dead", "pending"}}, "dead_letters": [...]}``."""
-        return {"queues": self.queues, "dead_letters": self.dead_letters}
+        """``{"queues": {name: {"acked", "dead", "pending"}}, "dead_letters": [...],
+        "settled": n}``."""
+        return {"queues": self.queues, "dead_letters": self.dead_letters, "settled": self.settled}
 
 
 class _Tally:
@@ -201,7 +204,7 @@ async def run_tour(
     finally:
         worker.shutdown()
         await running
-    summary = TourSummary(dead_letters=tally.dead_letters)
+    summary = TourSummary(dead_letters=tally.dead_letters, settled=len(tally.finished))
     for name, counts in tally.queues.items():
         summary.queues[name] = {**counts, "pending": await backend.count_pending(name)}
     return summary

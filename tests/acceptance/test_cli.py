@@ -51,6 +51,7 @@ def check_tour(result: subprocess.CompletedProcess[str], prefix: str = "quicksta
     assert dead["queue"] == f"{prefix}.emails" and dead["attempt"] == 1
     assert dead["job_type"] == f"{prefix}.SendEmail"
     assert "not-an-address" in dead["reason"]
+    assert summary["settled"] == 6
 
 
 def test_demo_in_memory() -> None:

@@ -82,6 +82,7 @@ async def test_the_api_job_runs_again_with_attempt_1_deferrals_1_priority_10() -
                 "reason": "fatal error: not-an-address is not a mailbox",
             }
         ],
+        "settled": 6,
     }
     flaky = [e for e in backend.acked("quickstart.emails") if e.payload["flaky_for"] == 2]
     assert [e.attempt for e in flaky] == [1, 2, 3]
@@ -91,7 +92,8 @@ def test_the_demo_prints_its_table_and_dead_letter_and_logs_each_outcome() -> No
     result = _python("-m", "queuey", "-v", "demo")
     assert result.returncode == 0, result.stderr
     lines = [line.rstrip() for line in result.stdout.splitlines()]
-    assert lines[-1] == DEAD_LETTER_LINE
+    assert lines[-2] == DEAD_LETTER_LINE
+    assert lines[-1] == "done: 6 settled"
     assert lines[0].strip() == "queuey demo on memory"
     rows = [re.findall(r"[\w.]+", line) for line in lines if line.startswith("│")]
     assert rows == [

@@ -1,13 +1,31 @@
-"""The public facade is exactly what ``__all__`` lists."""
+"""The public facade is exactly what ``__all__`` lists, imported on first use."""
+
+import ast
+import importlib
+import inspect
 
 import queuey
 
 
 def test_all_is_sorted_and_complete() -> None:
-    public = {name for name in vars(queuey) if not name.startswith("_")}
-    modules = {name for name in public if type(getattr(queuey, name)).__name__ == "module"}
     assert sorted(queuey.__all__) == queuey.__all__
-    assert set(queuey.__all__) == public - modules
+    assert set(queuey.__all__) == set(queuey._WHERE)
+    for name in queuey.__all__:
+        module = importlib.import_module(queuey._WHERE[name])
+        assert getattr(queuey, name) is getattr(module, name), name
+    assert "Worker" in dir(queuey)
+
+
+def test_what_type_checkers_see_is_what_is_exported() -> None:
+    tree = ast.parse(inspect.getsource(queuey))
+    checked = next(node for node in tree.body if isinstance(node, ast.If))
+    imported = {
+        alias.name: node.module
+        for node in checked.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported == queuey._WHERE
 
 
 def test_the_seed_prelude_names_are_exported() -> None:

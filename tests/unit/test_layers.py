@@ -42,6 +42,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "unique",
             "schedule",
             "_run_scope",
+            "_extras",
         ),
         (),
     ),

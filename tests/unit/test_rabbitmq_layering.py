@@ -27,11 +27,13 @@ BELOW_BACKENDS = frozenset(
         "queuey.backends.base",
         "queuey.backends._unclosed",
         "queuey.backends._quiet",
+        "queuey._extras",
     }
 )
 """What a backend may import from queuey besides its own package: the vocabulary, the
-credential redaction, and the contract (with its helpers for every backend: closing one left
-open at loop shutdown, quieting the drivers' per-attempt log records)."""
+credential redaction, the install hint for a missing extra, and the contract (with its helpers
+for every backend: closing one left open at loop shutdown, quieting the drivers' per-attempt
+log records)."""
 
 
 def _is_module(name: str) -> bool:

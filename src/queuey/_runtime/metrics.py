@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Sequence
 
+from queuey._extras import install_hint
 from queuey._outcome import Outcome, OutcomeKind
 from queuey._runtime.middleware import CallNext, Middleware
 from queuey._validation import check_float
@@ -35,9 +36,7 @@ from queuey.errors import BackendError, ConfigError
 try:
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ConfigError(
-        f"metrics need prometheus-client: pip install 'queuey[metrics]' ({exc})"
-    ) from exc
+    raise ConfigError(f"metrics need prometheus-client: {install_hint('metrics')} ({exc})") from exc
 
 __all__ = ["DEPTH_STATES", "DepthSampler", "Measure", "Metrics"]
 

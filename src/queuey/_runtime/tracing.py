@@ -26,6 +26,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from queuey._extras import install_hint
 from queuey._outcome import DeadLetter, Outcome, OutcomeKind, RetryAfter
 from queuey._runtime.middleware import CallNext, Middleware
 from queuey.backends.base import Delivery
@@ -36,7 +37,7 @@ try:
     from opentelemetry import propagate, trace
     from opentelemetry.trace import SpanKind, Status, StatusCode
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ConfigError(f"tracing needs OpenTelemetry: pip install 'queuey[otel]' ({exc})") from exc
+    raise ConfigError(f"tracing needs OpenTelemetry: {install_hint('otel')} ({exc})") from exc
 
 __all__ = ["SendTracing", "Tracing", "system_of"]
 

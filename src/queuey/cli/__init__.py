@@ -1,26 +1,16 @@
 """The ``queuey`` command line: thin wrappers that parse arguments and call the library.
 
-The root group and the shared helpers are in ``_root``; commands live beside it: ``_jobs``
-(demo, worker, db migrate), ``_topics`` (run, publish), ``_http`` (serve), ``_ops`` (status,
-failed), ``_jobs_cmd`` (jobs cancel) and ``_jobs_show`` (jobs show), both on the ``jobs`` group
-of ``_jobs_group``, ``_schedules`` (schedules list|pause|resume) and the others. Exit codes: 0
-done, 1 nothing found, 2 bad usage, 3 the server cannot be reached. Messages never show a DSN
-password.
+The root group and the shared helpers are in ``_root``; commands live beside it and are
+imported when run (``_lazy`` says which module defines which command): ``_jobs`` (demo, worker,
+db migrate), ``_topics`` (run, publish), ``_http`` (serve), ``_ops`` (status, failed),
+``_jobs_cmd`` (jobs cancel) and ``_jobs_show`` (jobs show), both on the ``jobs`` group of
+``_jobs_group``, ``_schedules`` (schedules list|pause|resume) and ``_dashboard`` (dashboard,
+``run --http``). Exit codes: 0 done, 1 nothing found, 2 bad usage, 3 the server cannot be
+reached. Messages never show a DSN password.
 """
 
 from __future__ import annotations
 
-from queuey.cli import (
-    _dashboard,
-    _http,
-    _jobs,
-    _jobs_cmd,
-    _jobs_group,
-    _jobs_show,
-    _ops,
-    _schedules,
-    _topics,
-)
 from queuey.cli._root import (
     AMQP_URL,
     EXIT_NOT_FOUND,
@@ -30,25 +20,13 @@ from queuey.cli._root import (
     main,
     run_until_signal,
     starting,
-    verbose_everywhere,
 )
-
-verbose_everywhere(main)  # after the command modules registered their commands
 
 __all__ = [
     "AMQP_URL",
     "EXIT_NOT_FOUND",
     "EXIT_UNREACHABLE",
     "EXIT_USAGE",
-    "_dashboard",
-    "_http",
-    "_jobs",
-    "_jobs_cmd",
-    "_jobs_group",
-    "_jobs_show",
-    "_ops",
-    "_schedules",
-    "_topics",
     "describe_backend",
     "main",
     "run_until_signal",

@@ -45,7 +45,10 @@ async def _open_backend(
         url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
         return await PostgresBackend.connect(url, schema=schema, migrate=True)
     if kind == "rabbitmq":
-        rabbitmq = importlib.import_module("queuey.backends.rabbitmq")
+        try:
+            rabbitmq = importlib.import_module("queuey.backends.rabbitmq")
+        except ImportError as exc:
+            fail(str(exc))
         url = require(amqp_url, "amqp url", "QUEUEY_AMQP_URL")
         backend: Backend = await rabbitmq.RabbitMqBackend.connect(url)
         return backend
@@ -113,6 +116,7 @@ def demo(
             f"dead letter on {dead['queue']} ({dead['job_type']}, attempt "
             f"{dead['attempt']}): {dead['reason']}"
         )
+    console.print(f"done: {summary.settled} settled")
 
 
 async def _reset_demo(backend: Backend, tour: Tour) -> None:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
+from queuey._extras import install_hint
 from queuey._runtime.engine import Engine
 from queuey.cli._processes import INDEX_ENV
 from queuey.cli._root import fail
@@ -113,7 +114,7 @@ async def observing(engine: Engine) -> AsyncIterator[None]:
             return
         from queuey.http.health import HealthServer
     except ImportError as exc:
-        fail(f"--http-port needs the http extra (pip install 'queuey[http,metrics]'): {exc}")
+        fail(f"--http-port needs the http extra ({install_hint('http,metrics')}): {exc}")
     async with HealthServer(engine, host=chosen.get("http_host", "0.0.0.0"), port=port):
         yield
 

@@ -1,15 +1,14 @@
 """The root ``queuey`` command group and what every command shares: connection options,
 exit codes, one-line errors, start-up lines, loading ``module:attr`` targets and running until
-a signal. The command modules import from here; ``queuey.cli`` imports them to register them.
+a signal. The command modules import from here; the root group (``_lazy.LazyGroup``) imports a
+command's module when that command is run.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import logging
 import os
-import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn
@@ -18,6 +17,7 @@ import click
 
 import queuey
 from queuey._runtime.heap import freeze_heap
+from queuey.cli._lazy import LazyGroup, level_of, verbose_everywhere
 from queuey.errors import BackendError, QueueyError
 from queuey.secrets import RedactingFilter, redact, remember
 
@@ -71,46 +71,18 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     sys.exit(code)
 
 
-def _level(verbose: int) -> int:
-    return {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
-
-
-@click.group()
+@click.group(cls=LazyGroup)
 @click.option("-v", "--verbose", count=True, help="More logging (-v INFO, -vv DEBUG).")
 @click.version_option(queuey.__version__, "--version", prog_name="queuey")
 def main(verbose: int) -> None:
     """queuey: typed background jobs and topics on PostgreSQL, RabbitMQ or in memory."""
     logging.basicConfig(
-        level=_level(verbose), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=level_of(verbose), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())
     remember(os.environ.get("QUEUEY_DATABASE_URL"))
     remember(os.environ.get("QUEUEY_AMQP_URL"))
-
-
-def _more_verbose(ctx: click.Context, param: click.Parameter, value: int) -> None:
-    """``-v`` after a subcommand (``queuey worker app:w -v``) adds to the group's."""
-    if value:
-        verbose = ctx.find_root().params.get("verbose", 0) + value
-        logging.getLogger().setLevel(_level(verbose))
-
-
-def verbose_everywhere(group: click.Group) -> None:
-    """Give every command under ``group`` its own ``-v/--verbose``."""
-    for command in group.commands.values():
-        if isinstance(command, click.Group):
-            verbose_everywhere(command)
-        elif not any(param.name == "verbose" for param in command.params):
-            command.params.append(
-                click.Option(
-                    ["-v", "--verbose"],
-                    count=True,
-                    expose_value=False,
-                    callback=_more_verbose,
-                    help="More logging (-v INFO, -vv DEBUG), as before the command.",
-                )
-            )
 
 
 def describe_backend(backend: object) -> str:
@@ -137,6 +109,8 @@ def starting(command: str, what: str, names: Sequence[str], backend: str, concur
 
 
 def run_async(coro: Awaitable[Any]) -> Any:
+    import asyncio  # here, not at the top: `queuey --version` and `--help` never need it
+
     try:
         return asyncio.run(_as_coroutine(coro))
     except BackendError as exc:
@@ -181,6 +155,9 @@ async def run_until_signal(
     a second one calls ``stop(force=True)`` (running jobs are handed back). ``ready()`` (the
     start-up line) is called once the signals are handled, before ``start()``. The start-up
     heap is frozen first (``freeze_heap``): a long-running command's collections then skip it."""
+    import asyncio
+    import signal
+
     loop = asyncio.get_running_loop()
     received: list[int] = []
 

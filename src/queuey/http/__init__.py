@@ -1,6 +1,6 @@
 """The HTTP publish endpoint: ``POST {base}/queues/{topic}`` as a Starlette app.
 
-Needs the ``http`` extra (``pip install 'queuey[http]'``). Build the app with
+Needs the ``http`` extra (``pip install 'queuey-jobs[http]'``). Build the app with
 :func:`publish_app` from an :class:`HttpConfig` (the ``[http]`` table), a publisher and the
 parsed ``[queues] publish`` access string (:meth:`AccessPolicy.parse`); mount it in your own
 Starlette or FastAPI app, or run it with ``queuey serve``. See ``docs/http.md``.
