@@ -28,6 +28,7 @@ __all__ = [
     "DeadLetter",
     "DeferFor",
     "Deferrals",
+    "LeaseLost",
     "Outcome",
     "OutcomeKind",
     "RetryAfter",
@@ -48,6 +49,7 @@ class OutcomeKind(Enum):
     DEFERRED = "deferred"
     DEAD = "dead"
     CANCELLED = "cancelled"
+    LEASE_LOST = "lease_lost"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +123,21 @@ class Cancelled:
         return "cancelled"
 
 
-Outcome = Ack | RetryAfter | DeferFor | DeadLetter | Cancelled
+@dataclass(frozen=True, slots=True)
+class LeaseLost:
+    """The run lost its lease while it ran (the backend found the job no longer held by this
+    process: it may run elsewhere, redelivered); the run was stopped and nothing of it is
+    recorded; the delivery is only freed."""
+
+    kind: ClassVar[OutcomeKind] = OutcomeKind.LEASE_LOST
+
+    @property
+    def text(self) -> str:
+        """Always ``"lease lost"``."""
+        return "lease lost"
+
+
+Outcome = Ack | RetryAfter | DeferFor | DeadLetter | Cancelled | LeaseLost
 """Every outcome has ``kind`` (an ``OutcomeKind``) and ``text`` (the error or reason, ``""`` on
 success)."""
 

@@ -74,8 +74,8 @@ class Worker(Engine, Generic[Q]):
         paused: start paused: nothing is pulled until ``resume`` (publishing is unaffected).
         on_settled: called after each recorded outcome with ``(envelope, outcome, text)``,
             ``outcome`` one of ``"succeeded"``, ``"retried"``, ``"deferred"``, ``"dead"``,
-            ``"cancelled"`` and ``text`` the error or reason ("" on success); for metrics. It
-            must not block.
+            ``"cancelled"``, ``"lease_lost"`` and ``text`` the error or reason ("" on success);
+            for metrics. It must not block.
         middleware: ``Middleware`` instances run around each job and told each outcome, after
             the built-in ones (outcome log, stats, cancellation, ``on_settled``), in order.
         schedules: ``Schedule`` values whose slots this worker fires while it runs (every

@@ -146,3 +146,56 @@ async def test_a_plain_handler_sees_ctx_cancelled_in_its_thread(backend: Backend
         worker.shutdown()
         await running
     assert seen == [True]
+
+
+async def test_a_cancelled_plain_handler_that_runs_on_keeps_its_job_held_until_it_ends(
+    backend: Backend,
+) -> None:
+    """A cancel cannot stop a plain handler's thread: the job stays running (held, never
+    claimed by another worker, never handed back) until the thread ends, then ends cancelled;
+    it runs once."""
+    if rabbit(backend):
+        pytest.skip("RabbitMQ cannot reach a running job")
+    queues, task = make_set()
+    producer = await Producer.create(queues, backend)
+    first = Worker(queues, backend, cancel_grace="50ms")
+    second = Worker(queues, backend)
+    loop = asyncio.get_running_loop()
+    started = asyncio.Event()
+    runs: list[tuple[str, float, float]] = []
+
+    def stubborn(job: Any, ctx: JobContext) -> None:
+        began = time.monotonic()
+        loop.call_soon_threadsafe(started.set)
+        time.sleep(1.5)  # ignores ctx.cancelled: no safe point
+        runs.append((ctx.job_id, began, time.monotonic()))
+
+    first.register(task, stubborn)
+    second.register(task, stubborn)
+    job_id = await producer.enqueue(task(label="stubborn", cooperative=False))
+    running = asyncio.create_task(first.run())
+    other: asyncio.Task[None] | None = None
+    try:
+        await asyncio.wait_for(started.wait(), 10)
+        other = asyncio.create_task(second.run())
+        assert await producer.cancel(job_id) == "requested"
+        await asyncio.sleep(0.4)  # past the cancel grace: the run gave up, its thread did not
+        info = await producer.job(job_id)
+        assert info is not None and info.state == "running", "held while its thread runs"
+        assert await producer.cancel(job_id) == "requested", "asked again: still running"
+        stats = first.stats[task.job_queue().name]
+        async with asyncio.timeout(10):
+            while stats.cancelled == 0:
+                await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)  # time for the second worker to take it, were it free
+    finally:
+        first.shutdown()
+        second.shutdown()
+        await running
+        if other is not None:
+            await other
+    info = await producer.job(job_id)
+    assert info is not None and info.state == "cancelled"
+    assert len(runs) == 1, runs
+    assert first.settle_failures == 0
+    assert second.stats[task.job_queue().name].acked == 0

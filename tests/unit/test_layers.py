@@ -47,7 +47,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (),
     ),
     "contract": (
-        ("backends", "backends.base", "backends._unclosed", "backends._quiet"),
+        ("backends", "backends.base", "backends._unclosed", "backends._quiet", "backends._runs"),
         ("vocabulary",),
     ),
     "memory": (("backends.memory", "backends.memory.*"), ("vocabulary", "contract")),

@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from queuey._outcome import Cancelled, Outcome
+from queuey._outcome import Outcome
 from queuey._run_scope import CURRENT_RUN, RunScope
 from queuey._runtime.middleware import CallNext, Middleware
+from queuey._runtime.settle import stopped
 from queuey.backends.base import Delivery
 
 __all__ = ["CANCEL_GRACE", "Cancellation"]
@@ -74,7 +75,7 @@ class Cancellation(Middleware):
             if request is None or task is None:
                 return await call_next(delivery)
             if request.done():  # cancelled between its claim and its run: do not start it
-                return Cancelled()
+                return stopped(delivery)
             # one coroutine frame for both: this runs once per job
             watch = _Watch(task, self.grace)
             request.add_done_callback(watch.requested)
@@ -84,10 +85,10 @@ class Cancellation(Middleware):
                 if not watch.fired:
                     raise
                 task.uncancel()
-                return Cancelled()
+                return stopped(delivery)
             finally:
                 request.remove_done_callback(watch.requested)
                 watch.stop()
-            return Cancelled() if request.done() else outcome
+            return stopped(delivery) if request.done() else outcome
         finally:
             CURRENT_RUN.reset(token)

@@ -23,8 +23,10 @@ Shutdown stops pulling, finishes what was pulled and awaits what runs, up to ``s
 then it cancels the handlers that can be cancelled (their deliveries are handed back) and
 reports, at ERROR, the plain handlers it could not stop: their threads run on, and their jobs
 are not handed back. Such a job stays held (heartbeated) while its thread runs and its outcome
-is recorded when it ends; if the process exits first, the thread ends with it and the backend's
-lease hands the job over (a redelivery).
+is recorded when it ends: the backend's ``close`` waits for those runs (``RunKeeper``), so
+closing it (``close_backend_on_shutdown=True``, ``async with``) never hands the job to another
+worker while it runs here. If the process exits first, the thread ends with it and the
+backend's lease hands the job over (a redelivery).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from queuey._runtime.runner import Process, Ran
 from queuey._runtime.settle import give_up, release
 from queuey._runtime.slots import SlotAware, Slots
 from queuey._runtime.threads import HandlerThreads
-from queuey.backends.base import Backend, Consumer, ConsumerGate, Delivery
+from queuey.backends.base import Backend, Consumer, ConsumerGate, Delivery, RunKeeper
 from queuey.queues import QueueConfig
 
 __all__ = ["Bind", "ConsumeLoop", "first_of"]
@@ -232,11 +234,13 @@ class ConsumeLoop:
         if threads:
             log.error(
                 "shutdown %s; %d handler thread(s) still running, their jobs stay held: each "
-                "outcome is recorded when its thread ends, or, if the process exits first, the "
-                "job will be redelivered after the lease",
+                "outcome is recorded when its thread ends (closing the backend waits for it), "
+                "or, if the process exits first, the job will be redelivered after the lease",
                 how,
                 len(threads),
             )
+            if isinstance(self._backend, RunKeeper):
+                self._backend.keep_open_for(threads)
         if cancelled:
             log.warning(
                 "shutdown %s; %d handler(s) cancelled and handed back, to be delivered again",

@@ -8,8 +8,8 @@ few dictionary lookups and counter increments.
 Names follow Prometheus conventions (``_total`` counters, ``_seconds`` units):
 
 - ``queuey_jobs_total{queue,outcome}``: recorded outcomes (``succeeded``, ``retried``,
-  ``deferred``, ``dead``, ``cancelled``) and ``settle_failure`` (an outcome the backend could
-  not record).
+  ``deferred``, ``dead``, ``cancelled``, ``lease_lost``) and ``settle_failure`` (an outcome the
+  backend could not record).
 - ``queuey_job_duration_seconds{queue}``: how long a run took (histogram).
 - ``queuey_job_lag_seconds{queue}``: from when a job was due to when it was handed to the
   worker (histogram; PostgreSQL and memory, which know the due time).

@@ -54,6 +54,7 @@ LEVELS = {
     OutcomeKind.DEFERRED: logging.INFO,
     OutcomeKind.DEAD: logging.ERROR,
     OutcomeKind.CANCELLED: logging.WARNING,
+    OutcomeKind.LEASE_LOST: logging.WARNING,
 }
 """The log level of each outcome kind, the same on both faces."""
 
@@ -213,9 +214,8 @@ class OutcomeLog(Middleware):
 class SettledCallback(Middleware):
     """Calls ``callback(envelope, kind, text)`` after each recorded outcome: ``kind`` is the
     ``OutcomeKind`` value (``"succeeded"``, ``"retried"``, ``"deferred"``, ``"dead"``,
-    ``"cancelled"``) and
-    ``text`` the error or reason (``""`` on success). A raising callback is logged at ERROR
-    ("on_settled callback failed")."""
+    ``"cancelled"``, ``"lease_lost"``) and ``text`` the error or reason (``""`` on success). A
+    raising callback is logged at ERROR ("on_settled callback failed")."""
 
     def __init__(self, callback: Callable[[Envelope, str, str], None], face: Face) -> None:
         self._callback = callback

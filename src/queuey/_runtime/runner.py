@@ -34,10 +34,10 @@ from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import Executor
 from typing import Any
 
-from queuey._outcome import Cancelled, Outcome
+from queuey._outcome import Cancelled, LeaseLost, Outcome
 from queuey._runtime.faces import Face
 from queuey._runtime.middleware import CallNext, Chain, Failed, Middleware
-from queuey._runtime.settle import refused, release, settle, unrecordable
+from queuey._runtime.settle import refused, release, settle, stopped, unrecordable
 from queuey._runtime.threads import RunThreads
 from queuey.backends.base import Delivery
 from queuey.queues import QueueConfig
@@ -180,8 +180,8 @@ class Runner:
         try:
             await settle(delivery, outcome)
         except Exception as exc:
-            if not isinstance(outcome, Cancelled) and cancelled_meanwhile(delivery):
-                return await self._record(delivery, Cancelled())
+            if not isinstance(outcome, Cancelled | LeaseLost) and cancelled_meanwhile(delivery):
+                return await self._record(delivery, stopped(delivery))
             self._settle_failures += 1
             self.chain.settle_failed(delivery, outcome, exc)
             return exc

@@ -19,20 +19,21 @@ from queuey._outcome import (
     Cancelled,
     DeadLetter,
     DeferFor,
+    LeaseLost,
     Outcome,
     RetryAfter,
     clean_text,
 )
 from queuey.backends.base import Delivery
 
-__all__ = ["give_up", "refused", "release", "settle", "unrecordable"]
+__all__ = ["give_up", "refused", "release", "settle", "stopped", "unrecordable"]
 
 log = logging.getLogger("queuey.worker")
 
 
 async def settle(delivery: Delivery, outcome: Outcome) -> None:
-    """Record ``outcome`` for ``delivery`` (ack, retry, defer, dead letter, or free a cancelled
-    one).
+    """Record ``outcome`` for ``delivery`` (ack, retry, defer, dead letter, record a cancelled
+    one, or free one whose lease was lost).
 
     Raises:
         BackendError: the backend could not record it (the delivery comes again later).
@@ -47,8 +48,14 @@ async def settle(delivery: Delivery, outcome: Outcome) -> None:
             await delivery.defer(envelope, delay)
         case DeadLetter(reason=reason):
             await delivery.dead_letter(reason)
-        case Cancelled():
+        case Cancelled() | LeaseLost():
             await delivery.cancelled()
+
+
+def stopped(delivery: Delivery) -> Cancelled | LeaseLost:
+    """The outcome of a run stopped by its ``cancel_requested``: ``LeaseLost`` when the backend
+    found the lease lost (``Delivery.lease_lost``), else ``Cancelled``."""
+    return LeaseLost() if delivery.lease_lost else Cancelled()
 
 
 def refused(error: BaseException) -> bool:

@@ -28,6 +28,7 @@ class QueueStats:
     deferred: int = 0
     dead: int = 0
     cancelled: int = 0
+    lease_lost: int = 0
 
     @property
     def acked(self) -> int:
@@ -47,6 +48,8 @@ class QueueStats:
                 self.dead += 1
             case OutcomeKind.CANCELLED:
                 self.cancelled += 1
+            case OutcomeKind.LEASE_LOST:
+                self.lease_lost += 1
 
 
 QueueStats.__module__ = "queuey.worker"  # its public home, as before the runtime split

@@ -166,6 +166,10 @@ def _record(span: trace.Span, outcome: Outcome) -> None:
         return
     if outcome.kind is OutcomeKind.CANCELLED:
         return
+    if outcome.kind is OutcomeKind.LEASE_LOST:
+        span.add_event("lease lost", {"exception.message": outcome.text})
+        span.set_status(Status(StatusCode.ERROR, "the lease was lost while the job ran"))
+        return
     exception = outcome.exception if isinstance(outcome, RetryAfter | DeadLetter) else None
     if exception is not None:
         span.record_exception(exception)

@@ -46,7 +46,7 @@ backend that can count its queues at once (PostgreSQL in one statement, memory) 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -66,6 +66,7 @@ __all__ = [
     "DepthBackend",
     "Observable",
     "QueueDepth",
+    "RunKeeper",
     "ScheduleBackend",
     "SyncBackend",
     "UniqueBackend",
@@ -77,7 +78,8 @@ __all__ = [
 
 CancelResult = Literal["cancelled", "requested", "not_found"]
 """What ``cancel`` did: ``"cancelled"`` (the job was pending or scheduled and is now cancelled),
-``"requested"`` (it was running: its worker was told, and it ends cancelled), ``"not_found"``
+``"requested"`` (it was running: its worker was told, and it ends cancelled when that run
+ends, staying running and held until then), ``"not_found"``
 (no pending, scheduled or running job has this id: unknown, finished or already cancelled)."""
 
 JobState = Literal["pending", "running", "done", "failed", "cancelled"]
@@ -172,9 +174,16 @@ class Delivery(Protocol):
         this backend cannot reach a running job (then it never is)."""
         ...
 
+    @property
+    def lease_lost(self) -> bool:
+        """Whether this run lost its lease (a backend with leases found the job no longer held
+        by this process; it may run elsewhere); ``cancel_requested`` is then done too. Always
+        false on a backend without leases."""
+        ...
+
     async def cancelled(self) -> None:
-        """The handler stopped because the job was cancelled: the backend already records it
-        as cancelled, so only free this delivery (nothing is retried)."""
+        """The run whose cancel was asked for has ended: record the job cancelled (nothing is
+        retried) and free this delivery; after a lost lease (``lease_lost``) only free it."""
         ...
 
     def transaction(self) -> AbstractAsyncContextManager[Any]:
@@ -293,6 +302,17 @@ class Backend(Protocol):
 
     async def close(self) -> None:
         """Release connections. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class RunKeeper(Protocol):
+    """A backend whose ``close`` waits for the runs of this process it is given: runs that
+    could not be stopped (a plain handler's thread) and whose jobs it still holds, so that
+    closing it never hands such a job to another worker while it runs here."""
+
+    def keep_open_for(self, runs: Iterable[asyncio.Future[Any]]) -> None:
+        """Make ``close`` wait for ``runs`` to end first (keeping their jobs held meanwhile)."""
         ...
 
 

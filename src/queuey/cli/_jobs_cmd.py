@@ -18,16 +18,21 @@ __all__ = ["cancel_command"]
 @DATABASE_URL
 @SCHEMA
 def cancel_command(job_id: uuid.UUID, database_url: str | None, schema: str) -> None:
-    """Cancel job ID. A pending or scheduled job becomes cancelled and never runs; a running
-    one becomes cancelled too, its worker is told (its handler is stopped, and its late outcome
-    refused) and it is not retried. A cancelled job is listed, retried or discarded with
-    `queuey failed list|retry|discard --cancelled`. Exits 1 when no pending, scheduled or
-    running job has that id."""
+    """Cancel job ID. A pending or scheduled job becomes cancelled and never runs. A running
+    one is asked to stop: its worker is told (its handler sees ctx.cancelled, and an async one
+    is stopped after the worker's cancel grace); it stays running, held by that worker, until
+    its run ends, then it is cancelled (not retried, any other outcome refused). A plain (def)
+    handler that ignores ctx.cancelled runs to its end first. A cancelled job is listed,
+    retried or discarded with `queuey failed list|retry|discard --cancelled`. Exits 1 when no
+    pending, scheduled or running job has that id."""
     admin = _admin(database_url, schema)
     result = _operate(admin.cancel(job_id))
     if result == "cancelled":
         click.echo(f"cancelled job {job_id}")
     elif result == "requested":
-        click.echo(f"cancelled job {job_id}, which was running: its worker was told to stop it")
+        click.echo(
+            f"job {job_id} is running: its worker was told to stop it; it stays running until "
+            "its run ends, then it is cancelled"
+        )
     else:
         fail(f"no pending, scheduled or running job with id {job_id}", EXIT_NOT_FOUND)

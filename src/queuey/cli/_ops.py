@@ -298,6 +298,12 @@ def _report(
     row = _operate(admin.show(row_id))
     if row is None:
         fail(f"no row with id {row_id}", EXIT_NOT_FOUND)
+    if row.status == "running":
+        fail(
+            f"{row.kind} {row_id} still runs (its worker holds it): nothing to {verb} until "
+            "its run ends (a cancel asked for while it runs takes effect then)",
+            EXIT_NOT_FOUND,
+        )
     if row.status != status:
         fail(
             f"{row.kind} {row_id} is {row.status}, not {status}: nothing to {verb}"

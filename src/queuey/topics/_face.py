@@ -16,7 +16,15 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from typing import Any
 
-from queuey._outcome import Ack, Cancelled, DeadLetter, DeferFor, Outcome, RetryAfter
+from queuey._outcome import (
+    Ack,
+    Cancelled,
+    DeadLetter,
+    DeferFor,
+    LeaseLost,
+    Outcome,
+    RetryAfter,
+)
 from queuey._run_scope import current_run
 from queuey._runtime.invoke import run_handler
 from queuey.envelope import Envelope
@@ -109,3 +117,9 @@ class TopicFace:
                 return subject + "failed for the last time; left failed: %s", (*who, reason)
             case Cancelled():
                 return subject + "cancelled while it ran; not retried", who
+            case LeaseLost():
+                return (
+                    subject + "lost its lease while it ran (it may run elsewhere); stopped, "
+                    "nothing recorded",
+                    who,
+                )

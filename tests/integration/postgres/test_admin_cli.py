@@ -345,7 +345,10 @@ async def test_retry_all_of_one_queue(land: Land) -> None:
 
 async def test_retry_of_a_row_that_is_not_failed_changes_nothing(land: Land) -> None:
     before = await land.rows()
-    for label, status in (("running", "running"), ("due", "pending"), ("ok", "done")):
+    result = await land.cli("failed", "retry", land.ids["running"])
+    assert result.exit_code == 1
+    assert "still runs (its worker holds it): nothing to retry" in result.stderr
+    for label, status in (("due", "pending"), ("ok", "done")):
         result = await land.cli("failed", "retry", land.ids[label])
         assert result.exit_code == 1, label
         assert f"is {status}, not failed: nothing to retry" in result.stderr
@@ -400,7 +403,7 @@ async def test_discard_all_of_one_queue_and_not_a_running_row(land: Land) -> Non
     assert result.stdout == "discarded 1 failed job(s) on ops.reports\n"
     result = await land.cli("failed", "discard", land.ids["running"])
     assert result.exit_code == 1
-    assert "is running, not failed: nothing to discard" in result.stderr
+    assert "still runs (its worker holds it): nothing to discard" in result.stderr
     rows = await land.rows()
     assert land.ids["report"] not in rows
     assert rows[land.ids["running"]][0] == "running"

@@ -93,7 +93,11 @@ async def test_a_plain_handler_outliving_the_grace_never_runs_twice_at_once(
     spans = [(began, first.exited_at if ended is None else ended) for _, _, _, began, ended in runs]
     assert not overlapping(spans), f"two runs of one job at once: {runs}"
     assert len({attempt for _, _, attempt, _, _ in runs}) == len(runs), runs
-    assert runs[0][1] == first.pid and runs[-1][1] == second.pid
+    # The process closed its backend only once the thread had ended (heartbeating the row
+    # meanwhile): the run ended there, was recorded, and nothing was handed over.
+    ((_, pid, _, _, ended),) = runs
+    assert pid == first.pid and ended is not None and ended <= first.exited_at
+    assert (await message_rows(database_url, pg_schema))[1][:3] == ("done", 1, 0)
 
 
 async def test_threads_stuck_past_their_timeout_never_make_later_jobs_time_out(

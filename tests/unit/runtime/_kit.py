@@ -82,6 +82,10 @@ class FakeDelivery:
     def cancel_requested(self) -> asyncio.Future[None] | None:
         return None
 
+    @property
+    def lease_lost(self) -> bool:
+        return False
+
     async def cancelled(self) -> None:
         self._settle("cancelled")
 

@@ -83,13 +83,16 @@ def test_queue_stats_count_one_field_per_kind() -> None:
     for kind in OutcomeKind:
         stats.count(kind)
     stats.count(OutcomeKind.DEAD)
-    assert stats == QueueStats(succeeded=1, retried=1, deferred=1, dead=2, cancelled=1)
+    assert stats == QueueStats(
+        succeeded=1, retried=1, deferred=1, dead=2, cancelled=1, lease_lost=1
+    )
     assert {kind.value for kind in OutcomeKind} == {
         "succeeded",
         "retried",
         "deferred",
         "dead",
         "cancelled",
+        "lease_lost",
     }
 
 

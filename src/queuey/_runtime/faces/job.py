@@ -24,6 +24,7 @@ from queuey._outcome import (
     DeadLetter,
     DeferFor,
     Deferrals,
+    LeaseLost,
     Outcome,
     RetryAfter,
     clean_text,
@@ -169,7 +170,8 @@ class JobFace:
     ) -> tuple[str, tuple[object, ...]]:
         """ "job T ID (QUEUE, attempt N) succeeded", "… failed; retry in 0.085s: …", "…
         deferred for 30.000s: …", "… dead-lettered: …", "… cancelled while it ran; not
-        retried" (the full job id, for ``queuey jobs show``)."""
+        retried", "… lost its lease while it ran …" (the full job id, for ``queuey jobs
+        show``)."""
         subject = "job %s %s (%s, attempt %d) "
         who = (envelope.job_type, envelope.job_id, envelope.queue, envelope.attempt)
         match outcome:
@@ -183,3 +185,9 @@ class JobFace:
                 return subject + "dead-lettered: %s", (*who, reason)
             case Cancelled():
                 return subject + "cancelled while it ran; not retried", who
+            case LeaseLost():
+                return (
+                    subject + "lost its lease while it ran (the job may run elsewhere); "
+                    "stopped, nothing recorded",
+                    who,
+                )

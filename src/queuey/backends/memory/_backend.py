@@ -9,8 +9,10 @@ shares the state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from queuey.backends.base import CancelResult, JobInfo, QueueDepth
 from queuey.backends.memory._consumer import MemoryConsumer
@@ -179,8 +181,14 @@ class MemoryBackend:
         record = self._store.jobs.get(job_id)
         return None if record is None else record.info(self._store.clock)
 
+    def keep_open_for(self, runs: Iterable[asyncio.Future[Any]]) -> None:
+        """Make ``close`` wait for ``runs`` (``RunKeeper``), so their outcomes are recorded."""
+        self._store.open_runs.keep(runs)
+
     async def close(self) -> None:
-        """Close: later publishes raise ``ShutDownError``; timers are cancelled."""
+        """Wait for the runs given to ``keep_open_for``, then close: later publishes raise
+        ``ShutDownError``; timers are cancelled."""
+        await self._store.open_runs.wait()
         self._store.close()
 
     # -- schedules ----------------------------------------------------------------------------

@@ -74,6 +74,11 @@ class MemoryDelivery:
         """Done once ``MemoryBackend.cancel`` reached the job while it runs."""
         return self._cancel
 
+    @property
+    def lease_lost(self) -> bool:
+        """Always false: the memory backend has no leases (its runs end in this process)."""
+        return False
+
     def transaction(self) -> AbstractAsyncContextManager[Any]:
         """Raises:
         NotSupportedError: always; the memory backend has no database transaction.

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from queuey.backends._runs import OpenRuns
 from queuey.backends.base import CancelResult, JobInfo, JobState, QueueDepth
 from queuey.backends.memory._keys import Keys, WallClock
 from queuey.envelope import Envelope, Kind
@@ -108,6 +109,7 @@ class Store:
         self.clock = WallClock(start)
         self._timers: dict[str, Waiting] = {}
         self.running: dict[str, asyncio.Future[None]] = {}  # job id -> its cancel request
+        self.open_runs = OpenRuns("MemoryBackend")  # what close waits for (RunKeeper)
         self._in_flight = 0
         self._activity = asyncio.Event()
 
@@ -217,16 +219,17 @@ class Store:
 
     def cancel(self, job_id: str) -> CancelResult:
         """Cancel job ``job_id``: a pending or waiting one leaves its queue for the cancelled
-        list (releasing its unique key); a running one (handed out, unsettled) is listed too
-        and its request is set."""
+        list (releasing its unique key); a running one (handed out, unsettled) has its request
+        set and stays running until its run ends (asked again meanwhile: ``"requested"``)."""
         found = self._unqueue(job_id)
         if found is not None:
             self.keys.release(job_id)
             return self._cancelled(*found)
         request = self.running.get(job_id)
-        if request is None or request.done():
+        if request is None:
             return "not_found"
-        request.set_result(None)
+        if not request.done():
+            request.set_result(None)
         return "requested"
 
     def _unqueue(self, job_id: str) -> tuple[QueueState, Envelope] | None:

@@ -5,7 +5,8 @@ failed (or cancelled) rows, and cancelling a job (``queuey status``, ``queuey fa
 Every call opens one short connection (a store session), checks the schema version and runs
 one named statement from ``sql/queries.sql`` through the store. Retry and discard are a single
 ``UPDATE``/``DELETE ... WHERE status = 'failed'``, so they are safe while workers run: a row a
-worker holds is ``running``, never ``failed``, and two operators racing on one row touch it
+worker holds is ``running``, never ``failed`` (nor ``cancelled``: a cancelled running row stays
+``running`` until its run ends), and two operators racing on one row touch it
 once. Times come from the database's clock.
 """
 
@@ -142,7 +143,9 @@ class Admin:
         self, row_id: str | uuid.UUID, *, queue: str | None = None, status: Stopped = "failed"
     ) -> list[Touched]:
         """Put one failed row back to pending: due now, ``attempts`` and ``redeliveries`` 0, its
-        last error kept, its workers woken. A row that is not failed is left alone.
+        last error kept, its workers woken. A row that is not failed is left alone: a running
+        one (cancelled while it runs included: it stays running until its run ends) is never
+        retried while its run goes on (``show`` tells its status).
 
         Args:
             row_id: the row's id.
@@ -176,7 +179,8 @@ class Admin:
         self, row_id: str | uuid.UUID, *, queue: str | None = None, status: Stopped = "failed"
     ) -> list[Touched]:
         """Delete one failed (or, with ``status``, cancelled) row (only if on ``queue`` when
-        given); a row in another state is left alone.
+        given); a row in another state is left alone (a running one is never discarded while
+        its run goes on).
 
         Returns:
             One ``Touched`` with count 1, or an empty list when nothing matched.
@@ -201,9 +205,12 @@ class Admin:
             return await store.ops_discard(None, queue, status)
 
     async def cancel(self, row_id: str | uuid.UUID) -> CancelResult:
-        """Cancel one job: pending or scheduled, it becomes ``cancelled``; running, it becomes
-        ``cancelled`` too and its worker is told on ``<schema>_cancel`` (it stops the handler,
-        and its late outcome is refused).
+        """Cancel one job: pending or scheduled, it becomes ``cancelled``; running, its cancel is
+        asked for and its worker told on ``<schema>_cancel``: the row stays ``running``, held by
+        that worker, until the run ends (its handler sees ``ctx.cancelled``; an async one is
+        stopped after the worker's ``cancel_grace``), then becomes ``cancelled`` (any other
+        outcome of the run is refused). If that worker is gone, the row becomes ``cancelled``
+        when its lease expires.
 
         Returns:
             ``"cancelled"``, ``"requested"`` (it was running) or ``"not_found"``.

@@ -19,13 +19,14 @@ import contextlib
 import os
 import socket
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
 import psycopg
 
 from queuey._validation import check_bool, check_int
+from queuey.backends._runs import OpenRuns
 from queuey.backends._unclosed import LoopGuard
 from queuey.backends.base import CancelResult, JobInfo, QueueDepth
 from queuey.backends.postgres._admin import parse_id
@@ -174,11 +175,13 @@ class PostgresBackend:
             self._outage,
             self._waker.wake_all,
             self._cancellations.lost,
+            self._cancellations.requested,
         )
         self._declared: dict[tuple[Kind, str], QueueConfig] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._state = "new"
         self._guard = LoopGuard("PostgresBackend", self.close)
+        self._open_runs = OpenRuns("PostgresBackend")
         self.listener: Listener | None = None
 
     def __repr__(self) -> str:
@@ -226,14 +229,21 @@ class PostgresBackend:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
+    def keep_open_for(self, runs: Iterable[asyncio.Future[Any]]) -> None:
+        """Make ``close`` wait for ``runs`` (``RunKeeper``): until they end, their rows stay
+        held and heartbeated, and their outcomes can be recorded."""
+        self._open_runs.keep(runs)
+
     async def close(self) -> None:
-        """Stop background tasks and close the pool. Idempotent.
+        """Wait for the runs given to ``keep_open_for`` (heartbeating their rows), then stop
+        background tasks and close the pool. Idempotent.
 
         A backend still open when its event loop shuts down (``asyncio.run`` returning or
         raising) is closed then, with a ``ResourceWarning`` naming the line that opened it.
         """
         if self._state == "closed":
             return
+        await self._open_runs.wait()
         self._state = "closed"
         self._guard.stop()
         tasks, self._tasks = self._tasks, []

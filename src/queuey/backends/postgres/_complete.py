@@ -122,6 +122,10 @@ class Completer:
         """Record a dead letter with ``reason``."""
         await self._settle(row_id, lambda: self._store.dead_letter(row_id, attempts, reason))
 
+    async def finish_cancel(self, row_id: str, attempts: int) -> None:
+        """Record the row cancelled: its run, whose cancel was asked for, has ended."""
+        await self._settle(row_id, lambda: self._store.finish_cancel(row_id, attempts))
+
     async def release(self, row_id: str, attempts: int) -> None:
         """Hand the row back untouched (its run not counted)."""
         await self._settle(row_id, lambda: self._store.release(row_id, attempts))

@@ -121,8 +121,15 @@ class PgDelivery:
 
     @property
     def cancel_requested(self) -> asyncio.Future[None]:
-        """Done when ``cancel`` reached this row while it runs (through the listener)."""
+        """Done when ``cancel`` reached this row while it runs (through the listener or the
+        heartbeat), or when its lease was lost (``lease_lost``)."""
         return self._cancel
+
+    @property
+    def lease_lost(self) -> bool:
+        """Whether this run lost its lease (the heartbeat, or a refused settle, found the row
+        no longer held by this process: it may run elsewhere)."""
+        return self._consumer.cancellations.is_lost(self.row_id)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Connection]:
@@ -149,14 +156,16 @@ class PgDelivery:
 
     async def _refusal(self) -> LostClaimError:
         """The error of an outcome the fence refused, after asking the row's state (a rare
-        path: one query). When the row was cancelled, whether or not its notification arrived,
-        ``cancel_requested`` is completed first, so the run ends as a cancellation rather than a
-        failure to record it; otherwise the claim was lost (its lease expired)."""
+        path: one query). When this process still holds the run, its cancel was asked for:
+        ``cancel_requested`` is completed (whether or not its notification arrived), so the run
+        ends as a cancellation rather than a failure to record it. Otherwise the claim was lost
+        (its lease expired)."""
+        envelope = self._claim.envelope
         try:
-            state = await self._consumer.store.job_state(self.row_id)
+            held, cancel = await self._consumer.store.claim_state(self.row_id, envelope.attempt)
         except BackendError:
-            state = None  # the fence's answer stands: the claim was lost
-        if state != "cancelled":
+            held, cancel = False, False  # the fence's answer stands: the claim was lost
+        if not (held and cancel):
             return lost_claim(self.row_id)
         if not self._cancel.done():
             self._cancel.set_result(None)
@@ -183,8 +192,24 @@ class PgDelivery:
             self._done()
 
     async def cancelled(self) -> None:
-        """The handler stopped after a cancel: the row is already cancelled; free the slot."""
-        self._done()
+        """The run whose cancel was asked for has ended: record the row cancelled (fenced)
+        and free the slot. A run whose lease was lost records nothing (the row is no longer
+        this process's).
+
+        Raises:
+            LostClaimError: the lease was lost meanwhile; nothing was recorded.
+            BackendError: the database stayed unreachable (the row ends cancelled once its
+                lease expires).
+        """
+        self._check_not_completed()
+        self._begin()
+        try:
+            if not self.lease_lost:
+                await self._consumer.completer.finish_cancel(
+                    self.row_id, self._claim.envelope.attempt
+                )
+        finally:
+            self._done()
 
     def _begin(self) -> None:
         """The run has ended and its outcome is being settled: the row no longer counts

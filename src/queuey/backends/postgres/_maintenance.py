@@ -51,6 +51,9 @@ class Maintenance:
         options: intervals and limits.
         outage: where failures are recorded (its recovery wakes the consumers).
         wake_all: wakes every consumer (after a sweep; after a reclaim made rows due).
+        on_lost: told the held rows that are no longer this owner's (their lease was lost).
+        on_cancel: told the held rows whose cancel was asked for (a notification may have
+            been missed).
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class Maintenance:
         outage: Outage,
         wake_all: Callable[[], None],
         on_lost: Callable[[Collection[str]], None] = lambda ids: None,
+        on_cancel: Callable[[Collection[str]], None] = lambda ids: None,
     ) -> None:
         self._store = store
         self._held = held
@@ -68,6 +72,7 @@ class Maintenance:
         self._outage = outage
         self._wake_all = wake_all
         self._on_lost = on_lost
+        self._on_cancel = on_cancel
 
     async def heartbeat(self) -> None:
         """Extend the leases of the held rows every third of the lease, until cancelled."""
@@ -77,14 +82,20 @@ class Maintenance:
 
     async def beat(self) -> None:
         """Extend the held rows' leases once; rows held here that are no longer this owner's
-        running rows (cancelled while its notification was missed, or reclaimed after a stall)
-        go to ``on_lost``, so their runs stop instead of going on unseen."""
+        running rows (reclaimed after a stall: the lease was lost) go to ``on_lost``, and those
+        whose cancel was asked for to ``on_cancel`` (its notification may have been missed),
+        so their runs stop instead of going on unseen."""
         held = set(self._held)
         if not held:
             return
         extended = await self._outage.attempt(self._store.extend(held))
-        if extended is not None and held - extended:
-            self._on_lost(held - extended)
+        if extended is None:
+            return
+        if held - extended.keys():
+            self._on_lost(held - extended.keys())
+        cancelled = [row_id for row_id, cancel in extended.items() if cancel]
+        if cancelled:
+            self._on_cancel(cancelled)
 
     async def sweeps(self) -> None:
         """Sweep, wait ``poll_interval``, wake every consumer (the poll); until cancelled."""

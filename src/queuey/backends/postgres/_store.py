@@ -363,6 +363,18 @@ class Store:
         """``dead_letter``: failed for good with ``reason``."""
         return await self._fenced("dead_letter", row_id, attempts, {"reason": reason})
 
+    async def finish_cancel(self, row_id: str, attempts: int) -> bool:
+        """``finish_cancel``: the run whose cancel was asked for has ended; the row is
+        cancelled now (``False``: this owner no longer holds that run)."""
+        return await self._fenced("finish_cancel", row_id, attempts, {})
+
+    async def claim_state(self, row_id: str, attempts: int) -> tuple[bool, bool]:
+        """``claim_state``: whether this owner still holds run ``attempts`` of ``row_id``, and
+        whether its cancel was asked for (both false when there is no such row)."""
+        params = {"id": row_id, "owner": self.owner, "attempts": attempts}
+        rows = await self._fetch("claim_state", params, tuple_row)
+        return (bool(rows[0][0]), bool(rows[0][1])) if rows else (False, False)
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Connection]:
         """A pooled connection inside a transaction, committed on a clean exit and rolled back
@@ -395,11 +407,13 @@ class Store:
 
     # -- maintenance ---------------------------------------------------------------------------
 
-    async def extend(self, ids: Collection[str]) -> set[str]:
+    async def extend(self, ids: Collection[str]) -> dict[str, bool]:
         """``extend``: push the lease of the rows of ``ids`` this owner still runs; returns
-        those (a missing one is no longer this owner's)."""
+        those, each with whether its cancel was asked for (a missing one is no longer this
+        owner's)."""
         params = {"ids": list(ids), "owner": self.owner, "lease": self.lease}
-        return set(await self._fetch("extend", params, scalar_row, BACKGROUND_TIMEOUT))
+        rows = await self._fetch("extend", params, tuple_row, BACKGROUND_TIMEOUT)
+        return {str(row_id): bool(cancel) for row_id, cancel in rows}
 
     async def reclaim(self, max_redeliveries: int) -> list[Reclaimed]:
         """``reclaim``: rows whose lease expired back to pending (failed once they lost

@@ -10,11 +10,13 @@ and hands each consumer the link and the router, never itself. Names and argumen
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
+from queuey.backends._runs import OpenRuns
 from queuey.backends._unclosed import LoopGuard
 from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.rabbitmq._connection import Link
@@ -90,6 +92,7 @@ class RabbitMqBackend:
         self._link.restore = self._router.restore
         self._consumers: set[RabbitMqConsumer] = set()
         self._guard = LoopGuard("RabbitMqBackend", self.close)
+        self._open_runs = OpenRuns("RabbitMqBackend")
 
     @classmethod
     async def connect(cls, url: str, options: RabbitMqOptions | None = None) -> RabbitMqBackend:
@@ -324,14 +327,22 @@ class RabbitMqBackend:
         """Whether ``close`` was called."""
         return self._lifecycle.closed
 
+    def keep_open_for(self, runs: Iterable[asyncio.Future[Any]]) -> None:
+        """Make ``close`` wait for ``runs`` (``RunKeeper``): until they end, their messages
+        stay unacknowledged on their channel (never redelivered to another consumer), and
+        their outcomes can be recorded."""
+        self._open_runs.keep(runs)
+
     async def close(self) -> None:
-        """Stop the consumers and close the connection. Idempotent; safe before ``open``.
+        """Wait for the runs given to ``keep_open_for``, then stop the consumers and close
+        the connection. Idempotent; safe before ``open``.
 
         A backend still open when its event loop shuts down (``asyncio.run`` returning or
         raising) is closed then, with a ``ResourceWarning`` naming the line that opened it.
         """
         if self._lifecycle.closed:
             return
+        await self._open_runs.wait()
         self._lifecycle.closed = True
         self._guard.stop()
         for consumer in list(self._consumers):

@@ -84,6 +84,11 @@ class RabbitMqDelivery:
         """RabbitMQ cannot reach a running job: never cancelled."""
         return None
 
+    @property
+    def lease_lost(self) -> bool:
+        """Always false: RabbitMQ has no leases (a lost channel redelivers the message)."""
+        return False
+
     def transaction(self) -> AbstractAsyncContextManager[Any]:
         """Raises:
         NotSupportedError: always; RabbitMQ has no database transaction.

@@ -338,8 +338,9 @@ RETURNING count;
 
 -- name: cancel
 -- Cancel the job %(id)s, as `queuey jobs cancel` does: a pending (due or scheduled) row becomes
--- cancelled; so does a running one, whose worker is told on %(cancel_channel)s with
--- "<owner> <id>" (its later settle is refused by the fence); a unique key is released.
+-- cancelled (its unique key released); a running one stays running, held by its worker, with its
+-- cancel asked for: its worker is told on %(cancel_channel)s with "<owner> <id>", every other
+-- outcome of the run is refused, and the row becomes cancelled when the run ends.
 -- Audited; returns 1 or 0.
 WITH target AS (
     SELECT id, status, claimed_by FROM {table}
@@ -347,8 +348,13 @@ WITH target AS (
     FOR UPDATE
 ), touched AS (
     UPDATE {table} AS m
-    SET status = 'cancelled', processed_at = now(), error = 'cancelled from the dashboard',
-        claimed_by = NULL, lease_until = NULL, unique_key = NULL
+    SET status = CASE WHEN target.status = 'running' THEN 'running' ELSE 'cancelled' END,
+        processed_at = CASE WHEN target.status = 'running' THEN NULL ELSE now() END,
+        error = CASE WHEN target.status = 'running' THEN m.error
+                     ELSE 'cancelled from the dashboard' END,
+        unique_key = CASE WHEN target.status = 'running' THEN m.unique_key END,
+        cancel_requested_at = CASE WHEN target.status = 'running'
+                                   THEN coalesce(m.cancel_requested_at, now()) END
     FROM target
     WHERE m.id = target.id
     RETURNING m.kind, m.queue, target.status AS was, target.claimed_by AS owner

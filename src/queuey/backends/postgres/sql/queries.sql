@@ -281,14 +281,19 @@ SELECT claimed.*, due.due_in FROM due LEFT JOIN claimed ON true;
 
 -- name: release
 -- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
--- the run it started not counted.
+-- the run it started not counted; a row whose cancel was asked for ends cancelled instead.
 UPDATE {table}
-SET status = 'pending', attempts = attempts - 1, claimed_by = NULL, lease_until = NULL
+SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+    attempts = CASE WHEN cancel_requested_at IS NULL THEN attempts - 1 ELSE attempts END,
+    processed_at = CASE WHEN cancel_requested_at IS NULL THEN NULL ELSE now() END,
+    error = CASE WHEN cancel_requested_at IS NULL THEN error ELSE 'cancelled' END,
+    unique_key = CASE WHEN cancel_requested_at IS NULL THEN unique_key END,
+    claimed_by = NULL, lease_until = NULL, cancel_requested_at = NULL
 WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
 
 -- name: ack
 -- Successes, many at once, each fenced: a row is done only while this owner still holds the
--- attempt it ran; a unique key is released unless done is a refused state. Returns the ids NOT
+-- attempt it ran and no cancel was asked for (then it ends cancelled); a unique key is released unless done is a refused state. Returns the ids NOT
 -- recorded (their claim was lost), usually none.
 WITH acked AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[]) AS a(id, attempts)
@@ -298,28 +303,31 @@ WITH acked AS (
         unique_key = CASE WHEN m.unique_states & 4 = 0 THEN NULL ELSE m.unique_key END
     FROM acked
     WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
-      AND m.attempts = acked.attempts
+      AND m.attempts = acked.attempts AND m.cancel_requested_at IS NULL
     RETURNING m.id
 )
 SELECT acked.id::text AS id FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
 
 -- name: reschedule
--- Retry or deferral, fenced: back to pending after %(delay)s seconds.
+-- Retry or deferral, fenced (as ack: a cancel asked for refuses it): back to pending after
+-- %(delay)s seconds.
 UPDATE {table}
 SET status = 'pending', attempts = %(next_attempts)s, deferrals = %(deferrals)s,
     priority = %(priority)s, available_at = now() + make_interval(secs => %(delay)s::float8),
     expires_at = now() + make_interval(secs => %(delay)s::float8 + %(ttl)s::float8),
     error = coalesce(%(error)s, error), claimed_by = NULL, lease_until = NULL
-WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
+  AND cancel_requested_at IS NULL;
 
 -- name: dead_letter
--- Dead letter, fenced: failed rows stay for a person, with the reason; a unique key is
+-- Dead letter, fenced (as ack): failed rows stay for a person, with the reason; a unique key is
 -- released unless failed is a refused state.
 UPDATE {table}
 SET status = 'failed', error = %(reason)s, processed_at = now(), claimed_by = NULL,
     lease_until = NULL,
     unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
-WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
+  AND cancel_requested_at IS NULL;
 
 -- name: complete
 -- Success recorded inside the handler's own transaction (ctx.transaction()), fenced like every
@@ -329,21 +337,27 @@ WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts
 UPDATE {table}
 SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL,
     unique_key = CASE WHEN unique_states & 4 = 0 THEN NULL ELSE unique_key END
-WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
+  AND cancel_requested_at IS NULL;
 
 -- name: cancel
--- Cancel one job. A pending row (due or scheduled) becomes cancelled; so does a running one, so
--- that every later settle of its worker is refused by the fence, and that worker (the owner it
--- had) is told on %(channel)s with "<owner> <id>". A cancelled job releases its unique key.
--- Returns the status the row had.
+-- Cancel one job. A pending row (due or scheduled) becomes cancelled and releases its unique key.
+-- A running one stays running, held by its worker, with its cancel asked for
+-- (cancel_requested_at): every other outcome of its run is then refused by the fence, and the row
+-- becomes cancelled when that run ends (``finish_cancel``), or when its lease expires. Its
+-- worker (the owner) is told on %(channel)s with "<owner> <id>". Returns the status the row had.
 WITH target AS (
     SELECT id, status, claimed_by FROM {table}
     WHERE id = %(id)s::uuid AND status IN ('pending', 'running')
     FOR UPDATE
 ), cancelled AS (
     UPDATE {table} AS m
-    SET status = 'cancelled', processed_at = now(), error = 'cancelled', claimed_by = NULL,
-        lease_until = NULL, unique_key = NULL
+    SET status = CASE WHEN target.status = 'running' THEN 'running' ELSE 'cancelled' END,
+        processed_at = CASE WHEN target.status = 'running' THEN NULL ELSE now() END,
+        error = CASE WHEN target.status = 'running' THEN m.error ELSE 'cancelled' END,
+        unique_key = CASE WHEN target.status = 'running' THEN m.unique_key END,
+        cancel_requested_at = CASE WHEN target.status = 'running'
+                                   THEN coalesce(m.cancel_requested_at, now()) END
     FROM target
     WHERE m.id = target.id
     RETURNING target.status AS was, target.claimed_by AS owner
@@ -353,28 +367,50 @@ FROM cancelled
 LEFT JOIN LATERAL (SELECT pg_notify(%(channel)s, cancelled.owner || ' ' || %(id)s::text)
                    WHERE cancelled.was = 'running') AS told ON true;
 
+-- name: finish_cancel
+-- The run of a row whose cancel was asked for has ended: cancelled now, fenced by (owner,
+-- attempts); its unique key is released.
+UPDATE {table}
+SET status = 'cancelled', processed_at = now(), error = 'cancelled', claimed_by = NULL,
+    lease_until = NULL, unique_key = NULL, cancel_requested_at = NULL
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
+  AND cancel_requested_at IS NOT NULL;
+
+-- name: claim_state
+-- Why a fenced settle of run %(attempts)s of row %(id)s was refused: whether this owner still
+-- holds that run (then a cancel was asked for) or not (its lease was lost).
+SELECT (status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s) AS held,
+       cancel_requested_at IS NOT NULL AS cancel_requested
+FROM {table} WHERE id = %(id)s::uuid;
+
 -- name: extend
--- Heartbeat: push the lease of rows this owner still runs; returns them, so a held row that is
--- missing is no longer this owner's (cancelled while a notification was missed, or reclaimed).
+-- Heartbeat: push the lease of rows this owner still runs; returns them, each with whether its
+-- cancel was asked for (a notification may have been missed), so a held row that is missing is no
+-- longer this owner's (its lease was lost: reclaimed after a stall).
 UPDATE {table}
 SET lease_until = now() + make_interval(secs => %(lease)s::float8)
 WHERE id = ANY(%(ids)s::uuid[]) AND status = 'running' AND claimed_by = %(owner)s
-RETURNING id::text;
+RETURNING id::text AS id, cancel_requested_at IS NOT NULL AS cancel_requested;
 
 -- name: reclaim
 -- Rows whose lease expired go back to pending (a redelivery, not a handler failure), or to
 -- failed once they have lost %(max_redeliveries)s leases (a crash loop ends). Back to pending
--- keeps a unique key; failed releases it unless failed is a refused state.
+-- keeps a unique key; failed releases it unless failed is a refused state. A row whose cancel
+-- was asked for ends cancelled (its worker is gone, so is its run).
 UPDATE {table}
-SET redeliveries = redeliveries + 1,
-    status = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s THEN 'failed' ELSE 'pending' END,
-    error = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s
+SET redeliveries = redeliveries + CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 0 END,
+    status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+                  WHEN redeliveries + 1 >= %(max_redeliveries)s THEN 'failed' ELSE 'pending' END,
+    error = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+                 WHEN redeliveries + 1 >= %(max_redeliveries)s
                  THEN 'worker lost ' || (redeliveries + 1)::text
                       || ' times: the lease expired while the job was running each time'
                  ELSE 'the worker running this job was lost (lease expired)' END,
-    processed_at = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s THEN now() END,
-    claimed_by = NULL, lease_until = NULL,
-    unique_key = CASE WHEN redeliveries + 1 >= %(max_redeliveries)s AND unique_states & 8 = 0
+    processed_at = CASE WHEN cancel_requested_at IS NOT NULL
+                          OR redeliveries + 1 >= %(max_redeliveries)s THEN now() END,
+    claimed_by = NULL, lease_until = NULL, cancel_requested_at = NULL,
+    unique_key = CASE WHEN cancel_requested_at IS NOT NULL THEN NULL
+                      WHEN redeliveries + 1 >= %(max_redeliveries)s AND unique_states & 8 = 0
                       THEN NULL ELSE unique_key END
 WHERE status = 'running' AND lease_until < now()
 RETURNING id::text AS id, status;
