@@ -14,7 +14,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from queuey.backends.base import Backend, CancelResult, Consumer, Delivery, JobInfo
+    from queuey.backends.base import (
+        Backend,
+        CancelResult,
+        Consumer,
+        Delivery,
+        JobInfo,
+        Progress,
+    )
     from queuey.backends.memory import MemoryBackend
     from queuey.durations import Duration, parse_delay, parse_duration
     from queuey.envelope import Envelope, MalformedEnvelopeError
@@ -26,17 +33,22 @@ if TYPE_CHECKING:
         DuplicateHandlerError,
         Fatal,
         HandlerSignal,
+        JobFailedError,
         NotSupportedError,
         PayloadError,
         QueueyError,
+        ResultError,
+        ResultTimeoutError,
         Retry,
         SchemaError,
         ShutDownError,
+        UnknownJobError,
         UnknownQueueError,
     )
-    from queuey.jobs import Job, JobContext
+    from queuey.jobs import Job, JobContext, NoResult
     from queuey.producer import Producer
     from queuey.queues import DEFAULT_MAX_PRIORITY, Queue, QueueConfig, QueueSet
+    from queuey.results import JobHandle
     from queuey.retry import Backoff, RetryPolicy
     from queuey.schedule import Schedule
     from queuey.unique import EnqueueResult, Unique
@@ -63,27 +75,34 @@ _WHERE: dict[str, str] = {
     "HandlerSignal": "queuey.errors",
     "Job": "queuey.jobs",
     "JobContext": "queuey.jobs",
+    "JobFailedError": "queuey.errors",
+    "JobHandle": "queuey.results",
     "JobInfo": "queuey.backends.base",
     "MalformedEnvelopeError": "queuey.envelope",
     "MemoryBackend": "queuey.backends.memory",
+    "NoResult": "queuey.jobs",
     "NotSupportedError": "queuey.errors",
+    "parse_delay": "queuey.durations",
+    "parse_duration": "queuey.durations",
     "PayloadError": "queuey.errors",
     "Producer": "queuey.producer",
+    "Progress": "queuey.backends.base",
     "Queue": "queuey.queues",
     "QueueConfig": "queuey.queues",
     "QueueSet": "queuey.queues",
     "QueueStats": "queuey.worker",
     "QueueyError": "queuey.errors",
+    "ResultError": "queuey.errors",
+    "ResultTimeoutError": "queuey.errors",
     "Retry": "queuey.errors",
     "RetryPolicy": "queuey.retry",
     "Schedule": "queuey.schedule",
     "SchemaError": "queuey.errors",
     "ShutDownError": "queuey.errors",
     "Unique": "queuey.unique",
+    "UnknownJobError": "queuey.errors",
     "UnknownQueueError": "queuey.errors",
     "Worker": "queuey.worker",
-    "parse_delay": "queuey.durations",
-    "parse_duration": "queuey.durations",
 }
 """Each public name and the module that defines it."""
 
@@ -107,23 +126,30 @@ __all__ = [
     "HandlerSignal",
     "Job",
     "JobContext",
+    "JobFailedError",
+    "JobHandle",
     "JobInfo",
     "MalformedEnvelopeError",
     "MemoryBackend",
+    "NoResult",
     "NotSupportedError",
     "PayloadError",
     "Producer",
+    "Progress",
     "Queue",
     "QueueConfig",
     "QueueSet",
     "QueueStats",
     "QueueyError",
+    "ResultError",
+    "ResultTimeoutError",
     "Retry",
     "RetryPolicy",
     "Schedule",
     "SchemaError",
     "ShutDownError",
     "Unique",
+    "UnknownJobError",
     "UnknownQueueError",
     "Worker",
     "parse_delay",

@@ -54,8 +54,10 @@ class OutcomeKind(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Ack:
-    """The handler succeeded."""
+    """The handler succeeded; ``result`` is its return value as JSON text, for a job that
+    declares a result type (``None`` otherwise)."""
 
+    result: str | None = None
     kind: ClassVar[OutcomeKind] = OutcomeKind.SUCCEEDED
 
     @property

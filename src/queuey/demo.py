@@ -58,9 +58,9 @@ class Tour:
     """The tour's queue set and its three job classes, declared under one prefix."""
 
     queues: type[QueueSet]
-    send_email: type[Job[Any]]
-    resize_image: type[Job[Any]]
-    call_api: type[Job[Any]]
+    send_email: type[Job[Any, Any]]
+    resize_image: type[Job[Any, Any]]
+    call_api: type[Job[Any, Any]]
 
 
 @functools.cache

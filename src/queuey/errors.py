@@ -11,7 +11,11 @@ The tree::
     │   └── UnknownQueueError  an operation named a queue this backend never declared
     ├── ShutDownError          the backend or worker is closed
     ├── NotSupportedError      this backend cannot do that (cancel on RabbitMQ, ...)
-    └── DuplicateHandlerError  two handlers registered for one job type
+    ├── DuplicateHandlerError  two handlers registered for one job type
+    ├── ResultError            a handler returned a value its job's result type refuses
+    ├── JobFailedError         an awaited job ended failed or cancelled, without a result
+    ├── UnknownJobError        an awaited job id is not (or no longer) known to the backend
+    └── ResultTimeoutError     a result was not there within the timeout (also a TimeoutError)
 
     HandlerSignal              raised by a handler to choose its outcome (not an error of ours)
     ├── Retry                  retryable failure: the retry policy decides
@@ -35,12 +39,16 @@ __all__ = [
     "DuplicateHandlerError",
     "Fatal",
     "HandlerSignal",
+    "JobFailedError",
     "NotSupportedError",
     "PayloadError",
     "QueueyError",
+    "ResultError",
+    "ResultTimeoutError",
     "Retry",
     "SchemaError",
     "ShutDownError",
+    "UnknownJobError",
     "UnknownQueueError",
 ]
 
@@ -109,6 +117,63 @@ class ShutDownError(QueueyError):
 class NotSupportedError(QueueyError):
     """This backend cannot do what was asked (e.g. cancel a queued message on RabbitMQ, or
     open a handler transaction off PostgreSQL); the message says what and why."""
+
+
+class ResultError(QueueyError):
+    """A handler returned a value that does not validate as its job's result type (the
+    message names the job type, the type and the field); the attempt fails (retryable)."""
+
+
+class JobFailedError(QueueyError):
+    """An awaited job ended without a result: failed for good (dead-lettered) or cancelled.
+
+    Attributes:
+        job_id: the job's id.
+        state: ``"failed"`` or ``"cancelled"``.
+        last_error: its last error (the dead-letter reason), or ``None``.
+    """
+
+    def __init__(self, job_id: str, state: str, last_error: str | None) -> None:
+        super().__init__(f"job {job_id} ended {state}: {last_error or 'no error recorded'}")
+        self.job_id = job_id
+        self.state = state
+        self.last_error = last_error
+
+    def __reduce__(self) -> tuple[type[JobFailedError], tuple[str, str, str | None]]:
+        return (JobFailedError, (self.job_id, self.state, self.last_error))
+
+
+class UnknownJobError(QueueyError, LookupError):
+    """The backend has no job with this id: never enqueued there, or done and deleted after
+    its retention."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(
+            f"no job {job_id}: never enqueued on this backend, or done and deleted after its "
+            "retention"
+        )
+        self.job_id = job_id
+
+    def __reduce__(self) -> tuple[type[UnknownJobError], tuple[str]]:
+        return (UnknownJobError, (self.job_id,))
+
+
+class ResultTimeoutError(QueueyError, TimeoutError):
+    """The awaited job had not ended within the timeout; it was left alone (it may still
+    end, and its result can be awaited again).
+
+    Attributes:
+        job_id: the job's id.
+        timeout: the timeout, in seconds.
+    """
+
+    def __init__(self, job_id: str, timeout: float) -> None:
+        super().__init__(f"job {job_id} had not ended after {timeout:g}s; it was left alone")
+        self.job_id = job_id
+        self.timeout = timeout
+
+    def __reduce__(self) -> tuple[type[ResultTimeoutError], tuple[str, float]]:
+        return (ResultTimeoutError, (self.job_id, self.timeout))
 
 
 class DuplicateHandlerError(QueueyError):

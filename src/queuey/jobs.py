@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic
+from typing import TypeVar as PlainTypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
+from typing_extensions import TypeVar
 
 from queuey._run_scope import RunControls, RunScope
 from queuey._validation import Site, check_str, shown
@@ -26,15 +28,26 @@ from queuey.queues import Queue, QueueSet
 from queuey.retry import RetryPolicy
 from queuey.unique import Unique, UniqueKey
 
-__all__ = ["Job", "JobContext", "Q", "unique_key_of"]
+__all__ = ["Job", "JobContext", "NoResult", "Q", "R", "unique_key_of"]
 
 Q = TypeVar("Q", bound=QueueSet)
 
 
-class Job(BaseModel, Generic[Q]):
-    """Base of every job. Subclass ``Job[YourQueueSet]`` with ``queue=`` (required),
-    ``retry=`` (a ``RetryPolicy`` that beats the queue's), ``name=`` and ``unique=`` (a
-    ``Unique``: refuse a duplicate while the first is pending or running) class keywords.
+class NoResult:
+    """The result type of a job that declares none (``Job[Set]`` is ``Job[Set, NoResult]``):
+    its handler may return anything, and nothing is stored."""
+
+
+R = TypeVar("R", default=NoResult)
+
+
+class Job(BaseModel, Generic[Q, R]):
+    """Base of every job. Subclass ``Job[YourQueueSet]`` (or ``Job[YourQueueSet, Result]``,
+    for a job whose handler returns a ``Result``: a pydantic model or any type pydantic
+    validates, stored with the job's completion and awaited with ``handle.result()``) with
+    ``queue=`` (required), ``retry=`` (a ``RetryPolicy`` that beats the queue's), ``name=``
+    and ``unique=`` (a ``Unique``: refuse a duplicate while the first is pending or running)
+    class keywords.
 
     Raises:
         ConfigError: at class creation, naming the job class, when ``queue`` is missing or
@@ -47,6 +60,7 @@ class Job(BaseModel, Generic[Q]):
     __queuey_retry__: ClassVar[RetryPolicy | None] = None
     __queuey_name__: ClassVar[str] = ""
     __queuey_unique__: ClassVar[Unique | None] = None
+    __queuey_result__: ClassVar[TypeAdapter[Any] | None] = None
 
     def __init_subclass__(
         cls,
@@ -84,6 +98,7 @@ class Job(BaseModel, Generic[Q]):
         cls.__queuey_name__ = name or f"{cls.__module__}.{cls.__qualname__}"
         if unique is not None:
             cls.__queuey_unique__ = _checked_unique(site, unique, cls)
+        cls.__queuey_result__ = _result_adapter(site, cls)
 
     @classmethod
     def job_queue(cls) -> Queue:
@@ -108,12 +123,19 @@ class Job(BaseModel, Generic[Q]):
         return cls.__queuey_unique__
 
     @classmethod
+    def result_type(cls) -> Any:
+        """The declared result type (``Job[Set, Result]``), or ``None`` when the job declares
+        none."""
+        adapter = cls.__queuey_result__
+        return None if adapter is None else _declared_args(cls)[1]
+
+    @classmethod
     def effective_retry(cls) -> RetryPolicy:
         """The job's policy, else the queue's, else one attempt (first failure dead-letters)."""
         return cls.__queuey_retry__ or cls.job_queue().config.retry or RetryPolicy.none()
 
 
-def _bound_queue(site: Site, queue: object, cls: type[Job[Any]]) -> Queue:
+def _bound_queue(site: Site, queue: object, cls: type[Job[Any, Any]]) -> Queue:
     """``queue`` if it is a queue of the set named in ``Job[...]``.
 
     Raises:
@@ -132,7 +154,7 @@ def _bound_queue(site: Site, queue: object, cls: type[Job[Any]]) -> Queue:
     return queue
 
 
-def unique_key_of(job: Job[Any]) -> UniqueKey | None:
+def unique_key_of(job: Job[Any, Any]) -> UniqueKey | None:
     """``job``'s unique key (``None`` when its class declares no ``unique``)."""
     unique = type(job).__queuey_unique__
     if unique is None:
@@ -141,7 +163,7 @@ def unique_key_of(job: Job[Any]) -> UniqueKey | None:
     return unique.key_for(job.job_name(), job.job_queue().name, fields)
 
 
-def _checked_unique(site: Site, unique: object, cls: type[Job[Any]]) -> Unique:
+def _checked_unique(site: Site, unique: object, cls: type[Job[Any, Any]]) -> Unique:
     """``unique`` if it is a ``Unique`` whose ``by`` names fields of ``cls``.
 
     Raises:
@@ -156,13 +178,35 @@ def _checked_unique(site: Site, unique: object, cls: type[Job[Any]]) -> Unique:
     return unique
 
 
-def _declared_set(cls: type[Job[Any]]) -> type[QueueSet] | None:
+def _declared_args(cls: type[Job[Any, Any]]) -> tuple[Any, ...]:
+    """The arguments of the ``Job[...]`` that ``cls`` subclasses (empty when none)."""
     for base in cls.__mro__:
         meta = getattr(base, "__pydantic_generic_metadata__", None)
         if meta and meta["origin"] is Job and meta["args"]:
-            arg = meta["args"][0]
-            return arg if isinstance(arg, type) and issubclass(arg, QueueSet) else None
-    return None
+            return tuple(meta["args"])
+    return ()
+
+
+def _declared_set(cls: type[Job[Any, Any]]) -> type[QueueSet] | None:
+    args = _declared_args(cls)
+    arg = args[0] if args else None
+    return arg if isinstance(arg, type) and issubclass(arg, QueueSet) else None
+
+
+def _result_adapter(site: Site, cls: type[Job[Any, Any]]) -> TypeAdapter[Any] | None:
+    """The validator of ``cls``'s declared result type (``None`` when it declares none).
+
+    Raises:
+        ConfigError: naming the job class, when pydantic cannot validate that type.
+    """
+    args = _declared_args(cls)
+    result = args[1] if len(args) > 1 else NoResult
+    if result is NoResult or isinstance(result, PlainTypeVar):
+        return None
+    try:
+        return TypeAdapter(result)
+    except Exception as exc:
+        raise site.error("result", f"pydantic cannot validate {result!r}: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """``Producer[Q]``: enqueues jobs of one ``QueueSet`` through a backend.
 
-``enqueue`` accepts only ``Job[Q]`` instances, so ``mypy --strict`` rejects a job of another
+``enqueue`` accepts only ``Job[Q, Any]`` instances, so ``mypy --strict`` rejects a job of another
 queue set; the same check runs at runtime (``TypeError``) before anything is published. The
 envelope building is ``ProducerBase``'s, shared with the sync twin ``queuey.sync.Producer``.
 
@@ -19,18 +19,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from functools import lru_cache
+from typing import Any, TypeVar, cast, overload
+
+from pydantic import TypeAdapter
 
 from queuey._runtime.producer_base import ProducerBase, sending_for
-from queuey.backends.base import Backend, CancelResult, JobInfo, JobLookup, UniqueBackend
+from queuey.backends.base import (
+    Backend,
+    CancelResult,
+    JobInfo,
+    JobLookup,
+    ResultBackend,
+    UniqueBackend,
+)
 from queuey.durations import Duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError, NotSupportedError
-from queuey.jobs import Job, Q, unique_key_of
+from queuey.jobs import Job, NoResult, Q, unique_key_of
 from queuey.queues import QueueSet
+from queuey.results import JobHandle, await_result
 from queuey.unique import EnqueueResult, UniqueKey
 
 __all__ = ["Producer", "unique_backend", "unique_jobs"]
+
+T = TypeVar("T")
 
 
 def unique_backend(backend: Backend, what: str) -> UniqueBackend:
@@ -67,6 +80,7 @@ class Producer(ProducerBase[Q]):
         self.queue_set = queue_set
         self.backend = backend
         self.sending = sending_for(backend, tracing)
+        self.keeps_results = isinstance(backend, ResultBackend)
 
     @classmethod
     async def create(
@@ -107,8 +121,18 @@ class Producer(ProducerBase[Q]):
         with self.sending(envelopes):
             return await backend.publish_unique(envelopes, keys, delay, connection=connection)
 
+    @overload
+    async def enqueue(  # type: ignore[overload-overlap]
+        self, job: Job[Q, NoResult], *, priority: int = 0, connection: Any = None
+    ) -> EnqueueResult: ...
+
+    @overload
     async def enqueue(
-        self, job: Job[Q], *, priority: int = 0, connection: Any = None
+        self, job: Job[Q, T], *, priority: int = 0, connection: Any = None
+    ) -> JobHandle[T]: ...
+
+    async def enqueue(
+        self, job: Job[Q, Any], *, priority: int = 0, connection: Any = None
     ) -> EnqueueResult:
         """Enqueue ``job`` for now.
 
@@ -121,7 +145,8 @@ class Producer(ProducerBase[Q]):
         Returns:
             Its job id (a UUID string) as an ``EnqueueResult``, whose ``inserted`` is
             ``False`` when a unique job's duplicate was refused (the id is then the existing
-            job's).
+            job's); for a job that declares a result type ``R``, a ``JobHandle[R]`` (also an
+            ``EnqueueResult``) whose ``await handle.result()`` waits for it.
 
         Raises:
             TypeError: ``job`` belongs to another queue set.
@@ -129,18 +154,39 @@ class Producer(ProducerBase[Q]):
             PayloadError: a field is not JSON every backend stores alike (NaN, a lone
                 surrogate...); nothing was enqueued.
             ConfigError: ``job`` is unique and the backend cannot refuse duplicates.
+            NotSupportedError: ``job`` declares a result type and the backend keeps no
+                results (RabbitMQ); nothing was enqueued.
             BackendError: the backend refused it; nothing was enqueued.
         """
         envelope = self._envelope(job, priority)
         if type(job).__queuey_unique__ is not None:
             (result,) = await self._unique([envelope], [unique_key_of(job)], None, connection)
-            return result
+            return self._typed(job, result)
         with self.sending([envelope]):
             await self.backend.publish([envelope], connection=connection)
+        if type(job).__queuey_result__ is not None:
+            return self._typed(job, EnqueueResult(envelope.job_id))
         return EnqueueResult(envelope.job_id)
 
+    def _typed(self, job: Job[Q, Any], result: EnqueueResult) -> EnqueueResult:
+        """``result`` as a ``JobHandle`` when ``job`` declares a result type."""
+        adapter = type(job).__queuey_result__
+        if adapter is None:
+            return result
+        return JobHandle(result.job_id, self.backend, adapter, result.inserted)
+
+    @overload
+    async def enqueue_after(  # type: ignore[overload-overlap]
+        self, job: Job[Q, NoResult], delay: Duration, *, priority: int = 0, connection: Any = None
+    ) -> EnqueueResult: ...
+
+    @overload
     async def enqueue_after(
-        self, job: Job[Q], delay: Duration, *, priority: int = 0, connection: Any = None
+        self, job: Job[Q, T], delay: Duration, *, priority: int = 0, connection: Any = None
+    ) -> JobHandle[T]: ...
+
+    async def enqueue_after(
+        self, job: Job[Q, Any], delay: Duration, *, priority: int = 0, connection: Any = None
     ) -> EnqueueResult:
         """Enqueue ``job`` to be delivered after ``delay`` (string, ``timedelta`` or seconds;
         0 = now) at ``priority`` (as for ``enqueue``). Returns what ``enqueue`` returns.
@@ -156,12 +202,20 @@ class Producer(ProducerBase[Q]):
         wait = self._delay(delay, "enqueue_after delay")
         if type(job).__queuey_unique__ is not None:
             (result,) = await self._unique([envelope], [unique_key_of(job)], wait, connection)
-            return result
+            return self._typed(job, result)
         with self.sending([envelope]):
             await self.backend.publish([envelope], wait, connection=connection)
-        return EnqueueResult(envelope.job_id)
+        return self._typed(job, EnqueueResult(envelope.job_id))
 
-    async def defer(self, job: Job[Q], delay: Duration) -> EnqueueResult:
+    @overload
+    async def defer(  # type: ignore[overload-overlap]
+        self, job: Job[Q, NoResult], delay: Duration
+    ) -> EnqueueResult: ...
+
+    @overload
+    async def defer(self, job: Job[Q, T], delay: Duration) -> JobHandle[T]: ...
+
+    async def defer(self, job: Job[Q, Any], delay: Duration) -> EnqueueResult:
         """Hold ``job`` for ``delay``, then deliver it at its queue's top priority, ahead of the
         backlog. Returns what ``enqueue`` returns (a unique job is published with its key,
         due after ``delay``).
@@ -174,14 +228,14 @@ class Producer(ProducerBase[Q]):
         wait = self._delay(delay, "defer delay")
         if type(job).__queuey_unique__ is not None:
             (result,) = await self._unique([envelope], [unique_key_of(job)], wait, None)
-            return result
+            return self._typed(job, result)
         with self.sending([envelope]):
             await self.backend.defer(envelope, wait)
-        return EnqueueResult(envelope.job_id)
+        return self._typed(job, EnqueueResult(envelope.job_id))
 
     async def enqueue_many(
         self,
-        jobs: Sequence[Job[Q]],
+        jobs: Sequence[Job[Q, Any]],
         *,
         delay: Duration | None = None,
         priority: int = 0,
@@ -192,7 +246,8 @@ class Producer(ProducerBase[Q]):
 
         Returns:
             One ``EnqueueResult`` per job, in order: a unique job refused as a duplicate (of
-            an earlier job, or of one in this call) has ``inserted=False`` and the holder's id.
+            an earlier job, or of one in this call) has ``inserted=False`` and the holder's id;
+            a job that declares a result type gets a ``JobHandle``.
 
         Raises:
             TypeError: a job belongs to another queue set (nothing is enqueued).
@@ -206,10 +261,14 @@ class Producer(ProducerBase[Q]):
             return []
         if any(type(job).__queuey_unique__ is not None for job in jobs):
             keys = [unique_key_of(job) for job in jobs]
-            return await self._unique(envelopes, keys, wait, connection)
-        with self.sending(envelopes):
-            await self.backend.publish(envelopes, wait, connection=connection)
-        return [EnqueueResult(envelope.job_id) for envelope in envelopes]
+            results = await self._unique(envelopes, keys, wait, connection)
+        else:
+            with self.sending(envelopes):
+                await self.backend.publish(envelopes, wait, connection=connection)
+            results = [EnqueueResult(envelope.job_id) for envelope in envelopes]
+        if any(type(job).__queuey_result__ is not None for job in jobs):
+            return [self._typed(job, result) for job, result in zip(jobs, results, strict=True)]
+        return results
 
     async def cancel(self, job_id: str) -> CancelResult:
         """Cancel job ``job_id`` (of any queue): a pending or scheduled job ends
@@ -239,3 +298,30 @@ class Producer(ProducerBase[Q]):
             name = type(self.backend).__name__
             raise NotSupportedError(f"{name} cannot look a job up by id")
         return await self.backend.job(job_id)
+
+    async def result(
+        self, job_id: str, result_type: type[T], *, timeout: Duration | None = None
+    ) -> T:
+        """Wait for job ``job_id`` (of any queue: an id ``enqueue`` returned, here or in
+        another process) to end, and return its stored result validated as ``result_type``;
+        at once when it has ended. The caller with a handle uses ``handle.result()``.
+
+        Raises:
+            JobFailedError: the job ended failed (dead-lettered) or cancelled; it carries the
+                job id, the state and the last error.
+            ResultTimeoutError: it had not ended within ``timeout`` (a duration; ``None``: no
+                limit); the job is left alone.
+            UnknownJobError: the backend has no such job (or deleted it after its retention).
+            NotSupportedError: the backend keeps no results (RabbitMQ).
+            ConfigError: (PostgreSQL) ``job_id`` is not a UUID.
+            pydantic.ValidationError: the stored result is not a valid ``result_type``.
+            BackendError: the backend could not be asked.
+        """
+        adapter: TypeAdapter[T] = _adapter(cast(Any, result_type))
+        return await await_result(self.backend, job_id, adapter, timeout)
+
+
+@lru_cache(maxsize=256)
+def _adapter(result_type: Any) -> TypeAdapter[Any]:
+    """A validator of ``result_type`` (built once per type: building one takes a while)."""
+    return TypeAdapter(result_type)

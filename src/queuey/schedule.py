@@ -253,7 +253,7 @@ class Schedule(Periodic):
         self,
         *,
         name: str,
-        job: Job[Any],
+        job: Job[Any, Any],
         cron: str | None = None,
         every: Duration | None = None,
         tz: str = "UTC",

@@ -109,7 +109,7 @@ def _counts(backend: MemoryBackend, queue: str, kind: Kind) -> list[str]:
     return counts
 
 
-def enqueued(backend: MemoryBackend, job_type: type[Job[Any]]) -> list[Job[Any]]:
+def enqueued(backend: MemoryBackend, job_type: type[Job[Any, Any]]) -> list[Job[Any, Any]]:
     """The jobs of ``job_type`` waiting in ``backend`` (pending, not delayed), decoded."""
     return [
         job_type.model_validate(envelope.payload)

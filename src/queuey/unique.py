@@ -2,7 +2,7 @@
 with an envelope) and ``EnqueueResult`` (what an enqueue answers).
 
 ```python
-class SyncAccount(Job[Q], queue=Q.sync, unique=Unique(by=("account_id",), period="1h")):
+class SyncAccount(Job[Q, Any], queue=Q.sync, unique=Unique(by=("account_id",), period="1h")):
     account_id: int
 ```
 

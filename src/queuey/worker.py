@@ -14,9 +14,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from queuey._outcome import DEFERRALS, Deferrals
+from queuey._registration import Returning
 from queuey._runtime.cancellation import CANCEL_GRACE
 from queuey._runtime.engine import Engine
 from queuey._runtime.faces.job import JobFace
@@ -28,7 +29,7 @@ from queuey.backends.base import Backend, ConsumerGate
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError
-from queuey.jobs import Job, Q
+from queuey.jobs import Job, NoResult, Q
 from queuey.queues import Queue, QueueConfig, QueueSet
 from queuey.schedule import Schedule
 
@@ -40,6 +41,7 @@ __all__ = ["Middleware", "QueueStats", "Worker"]
 log = logging.getLogger("queuey.worker")
 
 H = TypeVar("H")
+T = TypeVar("T")
 
 
 class Worker(Engine, Generic[Q]):
@@ -158,22 +160,27 @@ class Worker(Engine, Generic[Q]):
         if tracing or metrics is not None:
             self.instrument(tracing=tracing, metrics=metrics)
 
-    def handler(self, job_type: type[Job[Q]]) -> Callable[[H], H]:
-        """Decorator registering a function or class as the handler of ``job_type``.
+    @overload
+    def handler(self, job_type: type[Job[Q, NoResult]]) -> Returning[Any]: ...
+
+    @overload
+    def handler(self, job_type: type[Job[Q, T]]) -> Returning[T]: ...
+
+    def handler(self, job_type: type[Job[Q, Any]]) -> Any:
+        """Decorator registering a function or class as the handler of ``job_type``. For a job
+        that declares a result type (``Job[Set, Result]``), ``mypy --strict`` accepts only a
+        function (or an object whose ``handle`` is one) returning ``Result``; at run time its
+        return value is validated into ``Result`` (a value that does not validate fails the
+        attempt, the error naming the field) and stored with the job's completion.
 
         Raises:
             TypeError: ``job_type`` belongs to another queue set, or the handler's first
                 parameter is annotated with another job class.
             DuplicateHandlerError: ``job_type`` already has a handler.
         """
+        return Returning[Any](lambda target: self.register(job_type, target))
 
-        def register(target: H) -> H:
-            self.register(job_type, target)
-            return target
-
-        return register
-
-    def register(self, job_type: type[Job[Q]], target: object) -> None:
+    def register(self, job_type: type[Job[Q, Any]], target: object) -> None:
         """Register ``target`` (function, class with ``handle``, or object with ``handle``).
 
         Raises:

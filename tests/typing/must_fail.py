@@ -3,7 +3,20 @@
 
 from typing import assert_type
 
-from queuey import Job, JobContext, MemoryBackend, Producer, Queue, QueueSet, Worker, sync
+from pydantic import BaseModel
+
+from queuey import (
+    EnqueueResult,
+    Job,
+    JobContext,
+    JobHandle,
+    MemoryBackend,
+    Producer,
+    Queue,
+    QueueSet,
+    Worker,
+    sync,
+)
 
 
 class Mine(QueueSet, prefix="mine"):
@@ -37,7 +50,7 @@ def sync_enqueue_foreign_job() -> None:
     producer.enqueue_after(TheirJob(n=1), "1s")  # error: arg-type
     producer.defer(TheirJob(n=1), "1s")  # error: arg-type
     producer.enqueue_many([TheirJob(n=1)])  # error: list-item
-    producer.enqueue(MyJob(n=1), priority="high")  # error: arg-type
+    producer.enqueue(MyJob(n=1), priority="high")  # error: call-overload
 
 
 def sync_backends_are_not_async_ones() -> None:
@@ -62,3 +75,63 @@ def register_foreign_handler() -> None:
 def queue_options_are_checked() -> None:
     Queue(prefetch="ten")  # error: arg-type
     Queue(colour="red")  # error: arg-type
+
+
+class Thumb(BaseModel):
+    url: str
+
+
+class Resize(Job[Mine, Thumb], queue=Mine.work):
+    url: str
+
+
+class TheirResize(Job[Theirs, Thumb], queue=Theirs.work):
+    url: str
+
+
+def register_handlers_of_a_job_with_a_result() -> None:
+    worker = Worker(Mine, MemoryBackend())
+
+    @worker.handler(Resize)
+    async def right(job: Resize, ctx: JobContext) -> Thumb:
+        return Thumb(url=job.url)
+
+    @worker.handler(Resize)
+    def right_sync(job: Resize, ctx: JobContext) -> Thumb:
+        return Thumb(url=job.url)
+
+    @worker.handler(Resize)  # error: arg-type
+    async def wrong(job: Resize, ctx: JobContext) -> str:
+        return job.url
+
+    @worker.handler(Resize)  # error: arg-type
+    def wrong_sync(job: Resize, ctx: JobContext) -> int:
+        return 1
+
+    @worker.handler(Resize)  # error: arg-type
+    async def returns_nothing(job: Resize, ctx: JobContext) -> None: ...
+
+    @worker.handler(TheirResize)  # error: arg-type
+    async def foreign(job: TheirResize, ctx: JobContext) -> Thumb:
+        return Thumb(url=job.url)
+
+
+async def await_a_typed_result() -> None:
+    producer = await Producer.create(Mine, MemoryBackend())
+    handle = await producer.enqueue(Resize(url="a"))
+    assert_type(handle, JobHandle[Thumb])
+    assert_type(await producer.enqueue(MyJob(n=1)), EnqueueResult)
+    thumb = await handle.result(timeout="5s")
+    assert_type(thumb, Thumb)
+    assert_type(await producer.result(handle, Thumb), Thumb)
+    width: int = await handle.result()  # error: assignment
+    print(width)
+    await producer.enqueue(TheirResize(url="a"))  # error: arg-type
+
+
+def sync_result_is_typed() -> None:
+    producer = sync.Producer.create(Mine, sync.ThreadedBackend(MemoryBackend()))
+    handle = producer.enqueue(Resize(url="a"))
+    assert_type(handle.result(), Thumb)
+    text: str = handle.result()  # error: assignment
+    print(text)

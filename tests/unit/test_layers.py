@@ -43,6 +43,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "schedule",
             "_run_scope",
             "_extras",
+            "_registration",
         ),
         (),
     ),
@@ -53,7 +54,10 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "memory": (("backends.memory", "backends.memory.*"), ("vocabulary", "contract")),
     "postgres": (("backends.postgres", "backends.postgres.*"), ("vocabulary", "contract")),
     "rabbitmq": (("backends.rabbitmq", "backends.rabbitmq.*"), ("vocabulary", "contract")),
-    "runtime": (("_runtime", "_runtime.*", "producer", "worker"), ("vocabulary", "contract")),
+    "runtime": (
+        ("_runtime", "_runtime.*", "producer", "worker", "results"),
+        ("vocabulary", "contract"),
+    ),
     "faces": (("topics", "topics.*"), ("vocabulary", "contract", "runtime")),
     "edges": (  # what a user runs or mounts (``dashboard`` is the web UI being built)
         (

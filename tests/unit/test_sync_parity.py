@@ -56,6 +56,7 @@ def test_the_sync_twin_never_returns_a_coroutine() -> None:
         "enqueue_many",
         "cancel",
         "job",
+        "result",
     }
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from queuey._runtime.invoke import is_coroutine_callable
 from queuey.jobs import Job, JobContext
 from queuey.retry import RetryPolicy
@@ -21,14 +23,16 @@ __all__ = ["HandlerEntry", "make_entry", "takes_context"]
 
 @dataclass(frozen=True)
 class HandlerEntry:
-    """A registered handler: the job class, the callable, whether it is a coroutine, and the
-    job's effective retry policy (resolved once, at registration)."""
+    """A registered handler: the job class, the callable, whether it is a coroutine, the
+    job's effective retry policy (resolved once, at registration), and the validator of its
+    declared result type (``None`` when it declares none)."""
 
-    job_type: type[Job[Any]]
+    job_type: type[Job[Any, Any]]
     call: Callable[[Any, JobContext], Any]
     is_async: bool
     name: str
     retry: RetryPolicy
+    result: TypeAdapter[Any] | None = None
 
 
 def _callable_of(target: object) -> Callable[..., Any]:
@@ -42,7 +46,7 @@ def _callable_of(target: object) -> Callable[..., Any]:
     raise TypeError(f"{target!r} is neither a function nor an object with a `handle` method")
 
 
-def _check_annotation(call: Callable[..., Any], job_type: type[Job[Any]]) -> None:
+def _check_annotation(call: Callable[..., Any], job_type: type[Job[Any, Any]]) -> None:
     try:
         hints = typing.get_type_hints(call)
     except Exception:  # unresolvable forward references: nothing to check
@@ -65,7 +69,7 @@ def takes_context(call: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
-def make_entry(job_type: type[Job[Any]], target: object) -> HandlerEntry:
+def make_entry(job_type: type[Job[Any, Any]], target: object) -> HandlerEntry:
     """Wrap ``target`` as the handler of ``job_type``.
 
     Raises:
@@ -79,4 +83,5 @@ def make_entry(job_type: type[Job[Any]], target: object) -> HandlerEntry:
         single = call
         call = lambda job, ctx: single(job)  # noqa: E731
     name = getattr(target, "__qualname__", type(target).__qualname__)
-    return HandlerEntry(job_type, call, is_async, name, job_type.effective_retry())
+    retry = job_type.effective_retry()
+    return HandlerEntry(job_type, call, is_async, name, retry, job_type.__queuey_result__)

@@ -23,7 +23,13 @@ from typing import Any
 
 from queuey._runtime.threads import RunThreads, mark_retrieved
 
-__all__ = ["HandlerTimeoutError", "invoke", "is_coroutine_callable", "run_handler"]
+__all__ = [
+    "HandlerTimeoutError",
+    "invoke",
+    "is_coroutine_callable",
+    "run_handler",
+    "run_returning",
+]
 
 
 class HandlerTimeoutError(TimeoutError):
@@ -177,3 +183,25 @@ async def run_handler(
     except BaseException as exc:
         return exc
     return None
+
+
+async def run_returning(
+    call: Callable[..., Any],
+    args: tuple[Any, ...],
+    *,
+    is_async: bool,
+    executor: Executor,
+    timeout: timedelta | None = None,
+) -> tuple[BaseException | None, Any]:
+    """``invoke`` the handler: ``(None, what it returned)``, or ``(what it raised, None)``,
+    with the same rules as ``run_handler``."""
+    try:
+        value = await invoke(call, args, is_async=is_async, executor=executor, timeout=timeout)
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        return exc, None
+    except BaseException as exc:
+        return exc, None
+    return None, value

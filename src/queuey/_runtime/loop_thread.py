@@ -19,7 +19,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from queuey.backends.base import Backend, CancelResult, JobInfo, JobLookup
+from queuey.backends.base import Backend, CancelResult, JobEnd, JobInfo, JobLookup, ResultBackend
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, NotSupportedError, ShutDownError
 from queuey.queues import QueueConfig
@@ -182,6 +182,29 @@ class ThreadedBackend:
         """As ``Backend.cancel``."""
         return self._call(self.backend.cancel(job_id))
 
+    def wait_end(self, job_id: str, timeout: float | None) -> JobEnd | None:
+        """As ``ResultBackend.wait_end``, on the loop, blocking the calling thread.
+
+        Raises:
+            NotSupportedError: the backend keeps no results (RabbitMQ).
+            ShutDownError: not open.
+        """
+        return wait_end(self, job_id, timeout)
+
+    def loop_for_waiting(self) -> asyncio.AbstractEventLoop:
+        """The loop to wait on, from another thread.
+
+        Raises:
+            ShutDownError: not open.
+            RuntimeError: called from the loop's own thread (it would wait forever).
+        """
+        loop = self._loop
+        if self._state != "open" or loop is None:
+            raise ShutDownError(f"ThreadedBackend is {self._state}; open it first")
+        if _running_loop() is loop:
+            raise RuntimeError("queuey.sync was called from its backend's own event loop")
+        return loop
+
     def job(self, job_id: str) -> JobInfo | None:
         """As ``JobLookup.job``, on the loop.
 
@@ -191,6 +214,24 @@ class ThreadedBackend:
         if not isinstance(self.backend, JobLookup):
             raise NotSupportedError(f"{type(self.backend).__name__} cannot look a job up by id")
         return self._call(self.backend.job(job_id))
+
+
+def wait_end(backend: ThreadedBackend, job_id: str, timeout: float | None) -> JobEnd | None:
+    """As ``ResultBackend.wait_end`` on ``backend``'s loop, blocking the calling thread.
+
+    Raises:
+        NotSupportedError: the backend keeps no results (RabbitMQ).
+    """
+    inner = backend.backend
+    if not isinstance(inner, ResultBackend):
+        raise NotSupportedError(f"{type(inner).__name__} keeps no per-job state: no results")
+    loop = backend.loop_for_waiting()
+    future = asyncio.run_coroutine_threadsafe(inner.wait_end(job_id, timeout), loop)
+    try:
+        return future.result(None if timeout is None else timeout + backend.timeout)
+    except TimeoutError:
+        future.cancel()
+        raise BackendError(f"no answer from the backend within {timeout:g}s") from None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -22,7 +22,7 @@ from typing import Any, Generic
 from queuey._payload import job_payload
 from queuey.durations import MAX_DURATION, Duration, parse_delay
 from queuey.envelope import Envelope, new_job_ids
-from queuey.errors import ConfigError
+from queuey.errors import ConfigError, NotSupportedError
 from queuey.jobs import Job, Q
 from queuey.queues import QueueConfig
 
@@ -83,6 +83,8 @@ class ProducerBase(Generic[Q]):
     """Wraps each publish (set by ``tracing=``)."""
     refuses_unique = False
     """A producer that cannot enforce ``unique=`` refuses such jobs rather than ignore it."""
+    keeps_results = True
+    """Whether the backend stores results (a job declaring a result type is refused if not)."""
 
     def _target(self, job_type: type[Any]) -> tuple[str, QueueConfig]:
         """``(job name, queue config)`` of a job class of this producer's set.
@@ -90,6 +92,8 @@ class ProducerBase(Generic[Q]):
         Raises:
             TypeError: ``job_type`` is not a job of this producer's queue set.
             ConfigError: ``job_type`` declares ``unique=`` and this producer refuses those.
+            NotSupportedError: ``job_type`` declares a result type and the backend keeps no
+                results.
         """
         if not (isinstance(job_type, type) and issubclass(job_type, Job)) or (
             job_type.job_queue().queue_set is not self.queue_set
@@ -104,9 +108,17 @@ class ProducerBase(Generic[Q]):
                 f"{job_type.__qualname__} declares unique=...: enqueue it with the async "
                 "queuey.Producer (this producer cannot refuse a duplicate)"
             )
+        if job_type.__queuey_result__ is not None and not self.keeps_results:
+            backend = type(getattr(self, "backend", None)).__name__
+            raise NotSupportedError(
+                f"{job_type.__qualname__} declares a result type, and {backend} cannot store "
+                "or await results (RabbitMQ keeps no per-job state): use PostgresBackend or "
+                "MemoryBackend (sync: ThreadedBackend over one), or declare the job without a "
+                "result type"
+            )
         return job_type.job_name(), job_type.job_queue().config
 
-    def _envelope(self, job: Job[Q], priority: int = 0) -> Envelope:
+    def _envelope(self, job: Job[Q, Any], priority: int = 0) -> Envelope:
         """The first-attempt envelope of ``job`` at ``priority``.
 
         Raises:
@@ -118,7 +130,7 @@ class ProducerBase(Generic[Q]):
         priority = check_priority(priority, queue)
         return Envelope.new(name, queue.name, job_payload(job, name), priority=priority)
 
-    def _deferred(self, job: Job[Q]) -> Envelope:
+    def _deferred(self, job: Job[Q, Any]) -> Envelope:
         """The envelope of ``defer``: at its queue's top priority.
 
         Raises:
@@ -128,7 +140,7 @@ class ProducerBase(Generic[Q]):
         payload = job_payload(job, name)
         return Envelope.new(name, queue.name, payload, priority=queue.top_priority)
 
-    def _envelopes(self, jobs: Sequence[Job[Q]], priority: int = 0) -> list[Envelope]:
+    def _envelopes(self, jobs: Sequence[Job[Q, Any]], priority: int = 0) -> list[Envelope]:
         """One envelope per job at ``priority``, each job class checked and resolved once per
         call.
 

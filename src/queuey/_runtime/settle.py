@@ -40,8 +40,10 @@ async def settle(delivery: Delivery, outcome: Outcome) -> None:
         ValueError: the backend refused it for good (``refused``).
     """
     match outcome:
-        case Ack():
+        case Ack(result=None):
             await delivery.ack()
+        case Ack(result=result):
+            await delivery.ack(result)
         case RetryAfter(envelope=envelope, delay=delay, error=error):
             await delivery.retry(envelope, delay, error)
         case DeferFor(envelope=envelope, delay=delay):

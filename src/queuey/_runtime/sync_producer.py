@@ -12,15 +12,27 @@ another set. It keeps no state of its own between calls: any number of threads m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from functools import lru_cache
+from typing import Any, TypeVar, cast, overload
+
+from pydantic import TypeAdapter
 
 from queuey._runtime.producer_base import ProducerBase, sending_for
-from queuey.backends.base import CancelResult, JobInfo, SyncBackend, SyncJobLookup
+from queuey.backends.base import (
+    CancelResult,
+    JobInfo,
+    SyncBackend,
+    SyncJobLookup,
+    SyncResultBackend,
+)
 from queuey.durations import Duration
 from queuey.errors import NotSupportedError
-from queuey.jobs import Job, Q
+from queuey.jobs import Job, NoResult, Q
+from queuey.results import SyncJobHandle, wait_result
 
 __all__ = ["Producer"]
+
+T = TypeVar("T")
 
 
 class Producer(ProducerBase[Q]):
@@ -38,6 +50,7 @@ class Producer(ProducerBase[Q]):
         self.queue_set = queue_set
         self.backend = backend
         self.sending = sending_for(backend, tracing)
+        self.keeps_results = isinstance(backend, SyncResultBackend)
 
     @classmethod
     def create(
@@ -60,8 +73,19 @@ class Producer(ProducerBase[Q]):
         """A producer that declares nothing (on RabbitMQ it cannot ``defer``)."""
         return cls(queue_set, backend, tracing=tracing)
 
-    def enqueue(self, job: Job[Q], *, priority: int = 0, connection: Any = None) -> str:
-        """Enqueue ``job`` for now; returns its job id (a UUID string).
+    @overload
+    def enqueue(  # type: ignore[overload-overlap]
+        self, job: Job[Q, NoResult], *, priority: int = 0, connection: Any = None
+    ) -> str: ...
+
+    @overload
+    def enqueue(
+        self, job: Job[Q, T], *, priority: int = 0, connection: Any = None
+    ) -> SyncJobHandle[T]: ...
+
+    def enqueue(self, job: Job[Q, Any], *, priority: int = 0, connection: Any = None) -> str:
+        """Enqueue ``job`` for now; returns its job id (a UUID string): for a job that declares
+        a result type ``R``, a ``SyncJobHandle[R]`` whose ``result()`` blocks until it ends.
 
         Args:
             job: a job of this producer's queue set.
@@ -78,10 +102,13 @@ class Producer(ProducerBase[Q]):
         envelope = self._envelope(job, priority)
         with self.sending([envelope]):
             self.backend.publish([envelope], connection=connection)
+        adapter = type(job).__queuey_result__
+        if adapter is not None:
+            return SyncJobHandle(envelope.job_id, self.backend, adapter)
         return envelope.job_id
 
     def enqueue_after(
-        self, job: Job[Q], delay: Duration, *, priority: int = 0, connection: Any = None
+        self, job: Job[Q, Any], delay: Duration, *, priority: int = 0, connection: Any = None
     ) -> str:
         """Enqueue ``job`` to be delivered after ``delay`` (string, ``timedelta`` or seconds;
         0 = now) at ``priority`` (as for ``enqueue``). Returns its job id.
@@ -100,7 +127,7 @@ class Producer(ProducerBase[Q]):
             self.backend.publish([envelope], wait, connection=connection)
         return envelope.job_id
 
-    def defer(self, job: Job[Q], delay: Duration) -> str:
+    def defer(self, job: Job[Q, Any], delay: Duration) -> str:
         """Hold ``job`` for ``delay``, then deliver it at its queue's top priority, ahead of the
         backlog. Returns its job id.
 
@@ -119,7 +146,7 @@ class Producer(ProducerBase[Q]):
 
     def enqueue_many(
         self,
-        jobs: Sequence[Job[Q]],
+        jobs: Sequence[Job[Q, Any]],
         *,
         delay: Duration | None = None,
         priority: int = 0,
@@ -166,3 +193,21 @@ class Producer(ProducerBase[Q]):
         if not isinstance(self.backend, SyncJobLookup):
             raise NotSupportedError(f"{type(self.backend).__name__} cannot look a job up by id")
         return self.backend.job(job_id)
+
+    def result(self, job_id: str, result_type: type[T], *, timeout: Duration | None = None) -> T:
+        """As the async ``Producer.result``, blocking the calling thread.
+
+        Raises:
+            JobFailedError, ResultTimeoutError, UnknownJobError, BackendError: as for the
+                async ``Producer.result``.
+            NotSupportedError: the sync backend cannot wait for results
+                (``SyncPostgresBackend``: use ``ThreadedBackend`` over ``PostgresBackend``).
+        """
+        adapter: TypeAdapter[T] = _adapter(cast(Any, result_type))
+        return wait_result(self.backend, job_id, adapter, timeout)
+
+
+@lru_cache(maxsize=256)
+def _adapter(result_type: Any) -> TypeAdapter[Any]:
+    """A validator of ``result_type`` (built once per type)."""
+    return TypeAdapter(result_type)

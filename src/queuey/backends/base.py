@@ -35,7 +35,12 @@ RabbitMQ neither):
 - ``ScheduleBackend``: the backend's clock and the schedules' shared state (last slot fired,
   paused), so every worker that knows a schedule agrees on it.
 A backend that keeps per-job state (PostgreSQL, memory) also implements ``JobLookup``: a job's
-state by the id ``enqueue`` returned, as a ``JobInfo``.
+state by the id ``enqueue`` returned, as a ``JobInfo``; and ``ResultBackend``: waiting for a job
+to end (``wait_end``), however many wait at once, without a connection or a polling loop per
+waiter, and reading it at once when it has ended already. A delivery's ``ack`` carries the
+handler's result (JSON text) for a job that declares a result type; it is stored with the
+completion (on PostgreSQL in the same fenced statement), and a backend without per-job state
+(RabbitMQ) drops it (its producers refuse to enqueue such a job).
 
 For observability every backend names itself (``Observable``: ``messaging_system``, the
 OpenTelemetry ``messaging.system``; ``connected``, what a worker's ``/ready`` reports), and a
@@ -70,10 +75,14 @@ __all__ = [
     "ScheduleBackend",
     "SyncBackend",
     "UniqueBackend",
+    "JobEnd",
     "JobInfo",
     "JobLookup",
     "JobState",
+    "Progress",
+    "ResultBackend",
     "SyncJobLookup",
+    "SyncResultBackend",
 ]
 
 CancelResult = Literal["cancelled", "requested", "not_found"]
@@ -85,6 +94,39 @@ ends, staying running and held until then), ``"not_found"``
 JobState = Literal["pending", "running", "done", "failed", "cancelled"]
 """Where a job is: waiting (due now, or scheduled for later: see ``JobInfo.due_at``), being run
 by a worker, handled, failed for good (a dead letter, kept for a person), or cancelled."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a running job says it is (``ctx.progress``); the last value reported wins.
+
+    Attributes:
+        fraction: done so far, ``0.0..1.0`` (``done / total`` when a count was given).
+        done: items done, when reported as a count.
+        total: items in all, when reported as a count.
+        note: a short text (at most 200 characters), or ``None``.
+    """
+
+    fraction: float
+    done: int | None = None
+    total: int | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    """How a job ended, as an awaiter of its result reads it.
+
+    Attributes:
+        state: ``"done"``, ``"failed"`` or ``"cancelled"``.
+        error: the last error or the dead-letter reason (``None`` when none was recorded).
+        result: the stored result as JSON text; ``None`` when none was stored (a job that
+            declares no result type).
+    """
+
+    state: JobState
+    error: str | None
+    result: str | None
 
 
 @dataclass(frozen=True)
@@ -106,6 +148,8 @@ class JobInfo:
         last_error: the last failure's text (a retry's error, the dead-letter reason), kept
             after a later success; ``None`` when it never failed.
         payload: the job's fields (decoded JSON).
+        result: a done job's stored result (decoded JSON; ``None`` when none was stored).
+        progress: the last progress its handler reported (``None`` when none).
     """
 
     id: str
@@ -120,6 +164,8 @@ class JobInfo:
     due_at: datetime
     last_error: str | None
     payload: Any
+    result: Any = None
+    progress: Progress | None = None
 
 
 @runtime_checkable
@@ -136,6 +182,23 @@ class JobLookup(Protocol):
         ...
 
 
+@runtime_checkable
+class ResultBackend(Protocol):
+    """A backend that stores results and lets callers wait for a job to end (PostgreSQL and
+    memory)."""
+
+    async def wait_end(self, job_id: str, timeout: float | None) -> JobEnd | None:
+        """Wait until job ``job_id`` is done, failed or cancelled (at once when it is already);
+        ``None`` when ``timeout`` seconds passed first (the job is left alone).
+
+        Raises:
+            UnknownJobError: there is no such job (never enqueued, or deleted by retention).
+            ConfigError: (PostgreSQL) ``job_id`` is not a UUID.
+            BackendError: the backend could not be asked.
+        """
+        ...
+
+
 class Delivery(Protocol):
     """One handed-out envelope, to be settled exactly once."""
 
@@ -144,8 +207,9 @@ class Delivery(Protocol):
         """The delivered envelope."""
         ...
 
-    async def ack(self) -> None:
-        """Record success."""
+    async def ack(self, result: str | None = None) -> None:
+        """Record success, with ``result`` (JSON text) when the job declares a result type
+        (stored with the completion; a backend without per-job state drops it)."""
         ...
 
     async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
@@ -488,4 +552,13 @@ class SyncJobLookup(Protocol):
 
     def job(self, job_id: str) -> JobInfo | None:
         """As ``JobLookup.job``."""
+        ...
+
+
+@runtime_checkable
+class SyncResultBackend(Protocol):
+    """``ResultBackend`` for code without an event loop (``queuey.sync`` backends)."""
+
+    def wait_end(self, job_id: str, timeout: float | None) -> JobEnd | None:
+        """As ``ResultBackend.wait_end``, blocking the calling thread."""
         ...

@@ -63,7 +63,7 @@ class FakeDelivery:
         if self.fail:
             raise BackendError("the link is down")
 
-    async def ack(self) -> None:
+    async def ack(self, result: str | None = None) -> None:
         self._settle("ack")
 
     async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:

@@ -218,7 +218,7 @@ class SlowAck(FakeDelivery):
         super().__init__(envelope)
         self.landed = landed
 
-    async def ack(self) -> None:
+    async def ack(self, result: str | None = None) -> None:
         self.calls.append("ack sent")
         await self.landed.wait()
         self.calls.append("ack landed")

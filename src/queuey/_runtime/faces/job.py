@@ -15,7 +15,7 @@ from concurrent.futures import Executor
 from datetime import timedelta
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from queuey._outcome import (
     DEFERRALS,
@@ -30,11 +30,12 @@ from queuey._outcome import (
     clean_text,
     decide,
 )
-from queuey._run_scope import current_run
+from queuey._run_scope import RunScope, current_run
 from queuey._runtime.handlers import HandlerEntry, make_entry
-from queuey._runtime.invoke import run_handler
+from queuey._runtime.invoke import run_handler, run_returning
+from queuey._runtime.returned import refuse_transaction, result_json, type_name
 from queuey.envelope import Envelope
-from queuey.errors import DuplicateHandlerError
+from queuey.errors import DuplicateHandlerError, ResultError
 from queuey.jobs import Job, JobContext
 from queuey.queues import QueueConfig, QueueSet
 from queuey.retry import RetryPolicy
@@ -96,7 +97,7 @@ class JobFace:
         self.deferrals = deferrals
         self._handlers: dict[str, HandlerEntry] = {}
 
-    def register(self, job_type: type[Job[Any]], target: object) -> None:
+    def register(self, job_type: type[Job[Any, Any]], target: object) -> None:
         """Make ``target`` the handler of ``job_type``.
 
         Raises:
@@ -141,6 +142,9 @@ class JobFace:
             return DeadLetter(f"decode error: {detail}")
         policy = entry.retry
         context = job_context(envelope, policy.max_attempts)
+        if entry.result is not None:
+            returning = (entry, entry.result, job, context, envelope)
+            return await self._returning(*returning, queue.top_priority, executor)
         error = await run_handler(
             entry.call,
             (job, context),
@@ -149,6 +153,37 @@ class JobFace:
             timeout=self._timeout,
         )
         return decide(envelope, error, policy, queue.top_priority, None, self.deferrals)
+
+    async def _returning(
+        self,
+        entry: HandlerEntry,
+        adapter: TypeAdapter[Any],
+        job: Job[Any, Any],
+        context: JobContext,
+        envelope: Envelope,
+        top_priority: int,
+        executor: Executor,
+    ) -> Outcome:
+        """Run the handler of a job that declares a result type: its return value, validated
+        and written as JSON, goes with the ``Ack``; a value that does not validate fails the
+        attempt (``ResultError``, retryable under the job's policy)."""
+        scope = context.run_scope
+        if scope is not None:  # its completion carries the result: no handler transaction
+            vars(context)["run_scope"] = RunScope(scope.cancel, refuse_transaction)
+        error, value = await run_returning(
+            entry.call,
+            (job, context),
+            is_async=entry.is_async,
+            executor=executor,
+            timeout=self._timeout,
+        )
+        if error is None:
+            shown = type_name(entry.job_type.result_type())
+            try:
+                return Ack(result_json(adapter, value, envelope.job_type, shown))
+            except ResultError as exc:
+                error = exc
+        return decide(envelope, error, entry.retry, top_priority)
 
     def failed(self, envelope: Envelope, queue: QueueConfig, error: BaseException) -> Outcome:
         """``error`` decided under the job's retry policy (one attempt for an unknown type)."""

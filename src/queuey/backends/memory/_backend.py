@@ -14,12 +14,12 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from queuey.backends.base import CancelResult, JobInfo, QueueDepth
+from queuey.backends.base import CancelResult, JobEnd, JobInfo, QueueDepth
 from queuey.backends.memory._consumer import MemoryConsumer
 from queuey.backends.memory._store import QueueState, Store
 from queuey.durations import MAX_DURATION
 from queuey.envelope import Envelope, Kind
-from queuey.errors import BackendError
+from queuey.errors import BackendError, UnknownJobError
 from queuey.queues import QueueConfig
 from queuey.schedule import ScheduleRecord
 from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State, UniqueKey
@@ -184,6 +184,22 @@ class MemoryBackend:
     def keep_open_for(self, runs: Iterable[asyncio.Future[Any]]) -> None:
         """Make ``close`` wait for ``runs`` (``RunKeeper``), so their outcomes are recorded."""
         self._store.open_runs.keep(runs)
+
+    async def wait_end(self, job_id: str, timeout: float | None) -> JobEnd | None:
+        """Wait until job ``job_id`` ends (``ResultBackend``): at once when it has, else when
+        a delivery records it done, failed or cancelled; ``None`` after ``timeout`` seconds of
+        the event loop's clock (virtual under looptime).
+
+        Raises:
+            UnknownJobError: this backend never saw the job.
+        """
+        record = self._store.jobs.get(job_id)
+        if record is None:
+            raise UnknownJobError(job_id)
+        end = record.end()
+        if end is not None:
+            return end
+        return await self._store.ends.wait(job_id, timeout)
 
     async def close(self) -> None:
         """Wait for the runs given to ``keep_open_for``, then close: later publishes raise

@@ -87,8 +87,8 @@ class MemoryDelivery:
             "ctx.transaction() needs the PostgreSQL backend; MemoryBackend has no database"
         )
 
-    async def ack(self) -> None:
-        """Record success (``acked(q)``).
+    async def ack(self, result: str | None = None) -> None:
+        """Record success (``acked(q)``), with ``result`` (JSON text) when given.
 
         Raises:
             BackendError: the job was cancelled meanwhile; the success is not recorded.
@@ -96,7 +96,7 @@ class MemoryDelivery:
         self._settle()
         self._queue.acked.append(self._envelope)
         self._store.keys.moved(self._envelope.job_id, "done")
-        self._store.track(self._envelope, "done", ran=True)
+        self._store.track(self._envelope, "done", ran=True, result=result)
 
     async def cancelled(self) -> None:
         """Free the delivery of a job cancelled while it ran (it is in ``cancelled(q)``)."""

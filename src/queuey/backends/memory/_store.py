@@ -11,13 +11,15 @@ and ahead of the rest. Per job id, the latest state (``jobs``) answers ``MemoryB
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from queuey.backends._runs import OpenRuns
-from queuey.backends.base import CancelResult, JobInfo, JobState, QueueDepth
+from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, Progress, QueueDepth
+from queuey.backends.memory._ends import TERMINAL, Ends
 from queuey.backends.memory._keys import Keys, WallClock
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
@@ -46,13 +48,21 @@ class Pending:
 @dataclass
 class JobRecord:
     """The latest state of one job: its envelope, where it is, runs started, when it is or was
-    due (loop time) and its last error."""
+    due (loop time), its last error, its result (JSON text) and last progress."""
 
     envelope: Envelope
     state: JobState
     attempts: int
     due: float
     last_error: str | None = None
+    result: str | None = None
+    progress: Progress | None = None
+
+    def end(self) -> JobEnd | None:
+        """How the job ended (``None`` while it has not)."""
+        if self.state not in TERMINAL:
+            return None
+        return JobEnd(self.state, self.last_error, self.result)
 
     def info(self, clock: WallClock) -> JobInfo:
         """As a ``JobInfo``, its due time on ``clock`` (the store's wall clock, UTC)."""
@@ -71,6 +81,8 @@ class JobRecord:
             due_at=due_at,
             last_error=self.last_error,
             payload=envelope.payload,
+            result=None if self.result is None else json.loads(self.result),
+            progress=self.progress,
         )
 
 
@@ -110,6 +122,7 @@ class Store:
         self._timers: dict[str, Waiting] = {}
         self.running: dict[str, asyncio.Future[None]] = {}  # job id -> its cancel request
         self.open_runs = OpenRuns("MemoryBackend")  # what close waits for (RunKeeper)
+        self.ends = Ends()
         self._in_flight = 0
         self._activity = asyncio.Event()
 
@@ -133,15 +146,22 @@ class Store:
         ran: bool,
         due: float | None = None,
         error: str = "",
+        result: str | None = None,
     ) -> None:
         """Record that ``envelope``'s job is now in ``state``: ``ran`` says whether its attempt
         was started (else it counts one run fewer), ``due`` is when it is due (loop time; by
-        default as before, or now), ``error`` its last error unless empty (else as before)."""
+        default as before, or now), ``error`` its last error unless empty (else as before),
+        ``result`` its result (a success's JSON text); its progress is kept. Wakes the callers
+        waiting for it to end, when it did."""
         old = self.jobs.get(envelope.job_id)
         when = due if due is not None else (old.due if old is not None else now())
         last = error or (old.last_error if old is not None else None)
         attempts = envelope.attempt if ran else envelope.attempt - 1
-        self.jobs[envelope.job_id] = JobRecord(envelope, state, attempts, when, last)
+        progress = None if old is None else old.progress
+        record = JobRecord(envelope, state, attempts, when, last, result, progress)
+        self.jobs[envelope.job_id] = record
+        if envelope.job_id in self.ends and state in TERMINAL:
+            self.ends.ended(envelope.job_id, JobEnd(state, last, result))
 
     def depth(self, queue: QueueState) -> QueueDepth | None:
         """``queue``'s live envelopes counted (``None`` when it has none); the oldest due

@@ -29,6 +29,10 @@ GATHER_SECS = 0.002
 Record = Callable[[Sequence[str], Sequence[int]], Awaitable[set[str]]]
 """Runs the fenced statement for (ids, attempts) and returns the ids it recorded."""
 
+RecordResults = Callable[[Sequence[str], Sequence[int], Sequence[str | None]], Awaitable[set[str]]]
+"""As ``Record``, each row with its result (JSON text, ``None`` for none) written by the same
+statement: for a batch in which some ack carries a result."""
+
 
 class LostClaimError(BackendError):
     """The row was reclaimed after its lease expired; this outcome was not recorded."""
@@ -45,20 +49,22 @@ def lost_claim(row_id: str) -> LostClaimError:
 class AckBatch:
     """Coalesces acks into fenced batch statements run by ``record``, one statement at a time."""
 
-    def __init__(self, record: Record) -> None:
+    def __init__(self, record: Record, record_results: RecordResults | None = None) -> None:
         self._record = record
-        self._pending: list[tuple[str, int, asyncio.Future[bool]]] = []
+        self._record_results = record_results
+        self._pending: list[tuple[str, int, asyncio.Future[bool], str | None]] = []
         self._flusher: asyncio.Task[None] | None = None
 
-    async def ack(self, row_id: str, attempts: int) -> None:
-        """Record the success of ``row_id``'s run number ``attempts``.
+    async def ack(self, row_id: str, attempts: int, result: str | None = None) -> None:
+        """Record the success of ``row_id``'s run number ``attempts``, with ``result`` (JSON
+        text) written by the same fenced statement when given.
 
         Raises:
             LostClaimError: the fence failed (the row was reclaimed and claimed again).
             BackendError: the statement failed; the row will be redelivered after its lease.
         """
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._pending.append((row_id, attempts, future))
+        self._pending.append((row_id, attempts, future, result))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
         if not await future:
@@ -79,18 +85,23 @@ class AckBatch:
             await self._gather()
             batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
             try:
-                recorded = await self._record([b[0] for b in batch], [b[1] for b in batch])
+                ids, attempts = [b[0] for b in batch], [b[1] for b in batch]
+                if self._record_results is not None and any(b[3] is not None for b in batch):
+                    results = [b[3] for b in batch]
+                    recorded = await self._record_results(ids, attempts, results)
+                else:
+                    recorded = await self._record(ids, attempts)
             except asyncio.CancelledError:
                 self._pending = batch + self._pending
                 raise
             except BackendError as exc:
-                for row_id, _, future in batch:
+                for row_id, _, future, _ in batch:
                     if not future.done():
                         future.set_exception(
                             BackendError(f"could not record outcome of job {row_id}: {exc}")
                         )
                 continue
-            for row_id, _, future in batch:
+            for row_id, _, future, _ in batch:
                 if not future.done():
                     future.set_result(row_id in recorded)
 
@@ -101,7 +112,7 @@ class AckBatch:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._flusher
         pending, self._pending = self._pending, []
-        for row_id, _, future in pending:
+        for row_id, _, future, _ in pending:
             if not future.done():
                 future.set_exception(
                     BackendError(f"job {row_id}: the backend closed before its ack was recorded")

@@ -28,8 +28,9 @@ import psycopg
 from queuey._validation import check_bool, check_int
 from queuey.backends._runs import OpenRuns
 from queuey.backends._unclosed import LoopGuard
-from queuey.backends.base import CancelResult, JobInfo, QueueDepth
+from queuey.backends.base import CancelResult, JobEnd, JobInfo, QueueDepth
 from queuey.backends.postgres._admin import parse_id
+from queuey.backends.postgres._awaiters import Awaiters
 from queuey.backends.postgres._cancel import Cancellations, cancel_channel, cancel_result
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._consumer import ConsumerLinks, PgConsumer
@@ -80,7 +81,10 @@ class PostgresBackend:
             listeners are not woken by another schema's jobs, nor an app's by another app's
             topics). ``queuey failed retry`` announces the rows it makes due on
             ``<schema>_jobs``; consumers on another channel pick them up at their next poll.
-            Cancelled running jobs are announced on ``<schema>_cancel`` (``cancel_channel``).
+            Cancelled running jobs are announced on ``<schema>_cancel`` (``cancel_channel``),
+            ended jobs awaited for their results on ``<schema>_results``
+            (``results_channel``); the one LISTEN connection of the backend listens on all
+            three.
         poll_interval: the safety-net poll (duration; default 5 s).
         lease: how long a claimed row is held without a heartbeat before another worker may
             take it (duration; default 5 min). The heartbeat extends it every third of it.
@@ -154,7 +158,8 @@ class PostgresBackend:
         )
         self._waker = Waker()
         self._outage = Outage("PostgreSQL", self._waker.wake_all)
-        self._completer = Completer(self._store)
+        self.results_channel = f"{schema}_results"[:63]
+        self._completer = Completer(self._store, self.results_channel)
         self.cancel_channel = cancel_channel(schema)
         self._cancellations = Cancellations(self.owner)
         self._links = ConsumerLinks(
@@ -177,8 +182,16 @@ class PostgresBackend:
             self._cancellations.lost,
             self._cancellations.requested,
         )
+        self._awaiters = Awaiters(
+            self._store,
+            self._listening,
+            self._outage.part("reading awaited jobs"),
+            self.poll_interval,
+        )
         self._declared: dict[tuple[Kind, str], QueueConfig] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._maintaining = False
+        self._listens = False
         self._state = "new"
         self._guard = LoopGuard("PostgresBackend", self.close)
         self._open_runs = OpenRuns("PostgresBackend")
@@ -251,6 +264,7 @@ class PostgresBackend:
             task.cancel()
         for task in tasks:
             await _stopped(task)
+        await self._awaiters.close()
         await self._completer.close()
         await self._store.close()
 
@@ -434,19 +448,27 @@ class PostgresBackend:
         self._declared.setdefault((queue.kind, queue.name), queue)
         consumer = PgConsumer(queue, self._links)
         self._waker.add(queue.name, consumer)
-        if not self._tasks:
-            self._start_background()
+        if not self._maintaining:
+            self._maintaining = True
+            self._tasks.append(asyncio.create_task(self._maintenance.sweeps()))
+            self._tasks.append(asyncio.create_task(self._maintenance.heartbeat()))
+            self._start_listening()
         return consumer
 
-    def _start_background(self) -> None:
-        self._tasks.append(asyncio.create_task(self._maintenance.sweeps()))
-        self._tasks.append(asyncio.create_task(self._maintenance.heartbeat()))
+    def _start_listening(self) -> None:
+        """Start the LISTEN session (unless ``poll_only``) and the awaiters' poll, once: for
+        the first consumer or the first caller awaiting a result, whichever comes first."""
+        if self._listens:
+            return
+        self._listens = True
+        self._tasks.append(asyncio.create_task(self._awaiters.poll()))
         if not self.poll_only:
             # Exactly the channel this backend's consumers are woken through: never another
             # app's (a topic prefix) or another schema's.
             channels = {
                 self.channel: self._waker.notified,
                 self.cancel_channel: self._cancellations.notified,
+                self.results_channel: self._awaiters.notified,
             }
             self.listener = Listener(
                 self._store,
@@ -462,6 +484,7 @@ class PostgresBackend:
         it was away waits for the poll), and check at once that the rows held here are still
         ours (a cancel notified while it was away is not missed)."""
         self._waker.wake_all()
+        self._awaiters.reconnected()
         check = asyncio.create_task(self._maintenance.beat())
         self._tasks.append(check)  # cancelled by close() if still running
         check.add_done_callback(self._forget_task)
@@ -545,6 +568,27 @@ class PostgresBackend:
         """
         self._check_open()
         return await self._store.job_info(parse_id(job_id))
+
+    async def wait_end(self, job_id: str, timeout: float | None) -> JobEnd | None:
+        """Wait until job ``job_id`` is done, failed or cancelled (``ResultBackend``): at once
+        when it is already, else when its end is announced on ``results_channel`` to this
+        backend's one LISTEN connection (shared by every waiter; ``poll_only``: read again
+        every ``poll_interval``). ``None`` after ``timeout`` seconds; the job is left alone.
+
+        Raises:
+            UnknownJobError: there is no such row (never enqueued in this schema, or done and
+                deleted after ``retain``).
+            ConfigError: ``job_id`` is not a UUID.
+            ShutDownError: the backend is not open.
+        """
+        self._check_open()
+        return await self._awaiters.wait(parse_id(job_id), timeout)
+
+    async def _listening(self) -> None:
+        """Return once the LISTEN session is established (started here if need be)."""
+        self._start_listening()
+        if self.listener is not None:
+            await self.listener.connected.wait()
 
     async def purge(self, queues: Sequence[str]) -> int:
         """Delete every row of the given typed queues; returns the count."""

@@ -53,20 +53,23 @@ class Completer:
     when the database refused the statement for its values, and ``BackendError`` when the
     database stayed unreachable (the row is then redelivered after its lease)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, results_channel: str = "") -> None:
         self.held: set[str] = set()
         self._store = store
-        self._acks = AckBatch(self._record_acks)
+        self._results_channel = results_channel
+        self._acks = AckBatch(self._record_acks, self._record_acks)
         self._refused: dict[str, RefusedError] = {}
 
     def hold(self, row_ids: Iterable[str]) -> None:
         """Rows just claimed: keep their leases alive until they are settled."""
         self.held.update(row_ids)
 
-    async def ack(self, row_id: str, attempts: int) -> None:
-        """Record the success of ``row_id``'s run ``attempts`` (batched with other acks)."""
+    async def ack(self, row_id: str, attempts: int, result: str | None = None) -> None:
+        """Record the success of ``row_id``'s run ``attempts`` (batched with other acks), with
+        its ``result`` (JSON text) when given, written and announced by the same fenced
+        statement."""
         try:
-            await self._acks.ack(row_id, attempts)
+            await self._acks.ack(row_id, attempts, result)
         except LostClaimError:
             refusal = self._refused.pop(row_id, None)
             if refusal is not None:
@@ -76,20 +79,34 @@ class Completer:
             self._refused.pop(row_id, None)
             self.held.discard(row_id)
 
-    async def _record_acks(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
+    async def _record_acks(
+        self,
+        ids: Sequence[str],
+        attempts: Sequence[int],
+        results: Sequence[str | None] | None = None,
+    ) -> set[str]:
         """The ids of the batch recorded. A batch the database refuses is recorded row by row,
         so only the rows it refuses fail (with their ``RefusedError``)."""
         try:
-            lost = await landed(lambda: self._store.ack(ids, attempts))
+            lost = await landed(lambda: self._statement(ids, attempts, results))
         except RefusedError as exc:
             if len(ids) == 1:
                 self._refused[ids[0]] = exc
                 return set()
             recorded: set[str] = set()
-            for row_id, attempt in zip(ids, attempts, strict=True):
-                recorded |= await self._record_acks([row_id], [attempt])
+            for at, (row_id, attempt) in enumerate(zip(ids, attempts, strict=True)):
+                one = None if results is None else [results[at]]
+                recorded |= await self._record_acks([row_id], [attempt], one)
             return recorded
         return {row_id for row_id in ids if row_id not in lost}
+
+    def _statement(
+        self, ids: Sequence[str], attempts: Sequence[int], results: Sequence[str | None] | None
+    ) -> Awaitable[set[str]]:
+        """The plain ``ack``, or ``ack_results`` when some ack of the batch carries a result."""
+        if results is None:
+            return self._store.ack(ids, attempts)
+        return self._store.ack_results(ids, attempts, results, self._results_channel)
 
     async def reschedule(
         self,

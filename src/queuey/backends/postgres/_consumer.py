@@ -180,12 +180,12 @@ class PgDelivery:
         except LostClaimError:
             raise await self._refusal() from None
 
-    async def ack(self) -> None:
+    async def ack(self, result: str | None = None) -> None:
         envelope = self._claim.envelope
         self._begin()
         try:
             if not self._completed:  # _fenced inlined: one coroutine frame less per job
-                await self._consumer.completer.ack(envelope.job_id, envelope.attempt)
+                await self._consumer.completer.ack(envelope.job_id, envelope.attempt, result)
         except LostClaimError:
             raise await self._refusal() from None
         finally:

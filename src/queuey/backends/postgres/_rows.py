@@ -29,6 +29,7 @@ __all__ = [
     "Claimed",
     "json_value",
     "DeadRow",
+    "EndRow",
     "Enqueued",
     "FirstUse",
     "FailedRow",
@@ -96,6 +97,17 @@ class Reclaimed:
 
     id: str
     status: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndRow:
+    """How one awaited job stands (``job_ends``): its status, last error and result (JSON
+    text, ``None`` when none was stored)."""
+
+    id: str
+    status: str
+    error: str | None
+    result: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,6 +104,8 @@ class Statements:
         for index in _INDEXES:
             self.names[f"{index}_index"] = sql.Identifier(f"{self.table}_{index}"[:63])
         self.names["status_check"] = sql.Identifier(f"{self.table}_status"[:63])
+        self.names["ended_function"] = sql.Identifier(self.schema, f"{self.table}_ended"[:63])
+        self.names["ended_trigger"] = sql.Identifier(f"{self.table}_ended"[:63])
         self._queries = {
             name: _rendered(name, sql.SQL(body).format(**self.names))
             for name, body in _raw_queries().items()

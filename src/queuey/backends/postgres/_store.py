@@ -25,8 +25,8 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.rows import AsyncRowFactory, class_row, scalar_row, tuple_row
 
-from queuey.backends.base import JobInfo
-from queuey.backends.postgres._arrays import number_array, text_array
+from queuey.backends.base import JobInfo, Progress
+from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
 from queuey.backends.postgres._errors import (
     DatabaseUnavailableError,
     UndefinedTableError,
@@ -36,6 +36,7 @@ from queuey.backends.postgres._pool import Connection, Connections, Lent
 from queuey.backends.postgres._rows import (
     Claimed,
     DeadRow,
+    EndRow,
     Enqueued,
     FailedRow,
     FirstUse,
@@ -330,6 +331,29 @@ class Store:
         params = {"ids": text_array(ids), "attempts": number_array(attempts), "owner": self.owner}
         return set(await self._fetch("ack", params, scalar_row, BACKGROUND_TIMEOUT))
 
+    async def ack_results(
+        self,
+        ids: Sequence[str],
+        attempts: Sequence[int],
+        results: Sequence[str | None],
+        channel: str,
+    ) -> set[str]:
+        """``ack_results``: as ``ack``, each row with its result (JSON text) written by the same
+        fenced statement and announced on ``channel``; returns the ids NOT recorded."""
+        params = {
+            "ids": text_array(ids),
+            "attempts": number_array(attempts),
+            "results": nullable_text_array(results),
+            "owner": self.owner,
+            "results_channel": channel,
+        }
+        return set(await self._fetch("ack_results", params, scalar_row, BACKGROUND_TIMEOUT))
+
+    async def job_ends(self, ids: Sequence[str]) -> list[EndRow]:
+        """``job_ends``: how each of ``ids`` (UUID strings) stands; a missing one has no row."""
+        params = {"ids": text_array(ids)}
+        return await self._fetch("job_ends", params, class_row(EndRow), BACKGROUND_TIMEOUT)
+
     async def release(self, row_id: str, attempts: int) -> bool:
         """``release``: hand run ``attempts`` of ``row_id`` back, due now, the run not counted.
         Like every fenced settle, ``False`` when this owner no longer holds that run."""
@@ -564,7 +588,12 @@ class Store:
     async def job_info(self, job_id: str) -> JobInfo | None:
         """``job_info``: one job by id (a UUID string), whatever its status; due time in UTC."""
         rows = await self._fetch("job_info", {"id": job_id}, class_row(JobInfo))
-        return replace(rows[0], due_at=rows[0].due_at.astimezone(UTC)) if rows else None
+        if not rows:
+            return None
+        found = rows[0]
+        stored: Any = found.progress  # the jsonb column, read as a dict
+        progress = None if stored is None else Progress(**stored)
+        return replace(found, due_at=found.due_at.astimezone(UTC), progress=progress)
 
     async def queue_exists(self, queue: str) -> bool:
         """``queue_exists``: whether any row, of any kind and status, is on ``queue``."""

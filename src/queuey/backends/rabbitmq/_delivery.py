@@ -106,8 +106,9 @@ class RabbitMqDelivery:
         """
         await self._settle(None, None, None)
 
-    async def ack(self) -> None:
-        """Acknowledge the message.
+    async def ack(self, result: str | None = None) -> None:
+        """Acknowledge the message. A ``result`` is dropped: RabbitMQ keeps no per-job state
+        (a producer on it refuses to enqueue a job that declares a result type).
 
         Raises:
             BackendError: already settled, or the channel is gone (the job comes again).

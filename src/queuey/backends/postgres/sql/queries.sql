@@ -308,6 +308,34 @@ WITH acked AS (
 )
 SELECT acked.id::text AS id FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
 
+-- name: ack_results
+-- Successes of jobs that declare a result type: fenced exactly as ack, each row's result (JSON
+-- text; NULL for none) written in the same statement, so a worker that lost its claim writes
+-- no result and the winner's stands. Each row recorded is announced on %(results_channel)s
+-- with its id (delivered at commit), waking the callers awaiting it. Returns the ids NOT
+-- recorded.
+WITH acked AS (
+    SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[], %(results)s::text[])
+        AS a(id, attempts, result)
+), done AS (
+    UPDATE {table} AS m
+    SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL,
+        result = acked.result::json,
+        unique_key = CASE WHEN m.unique_states & 4 = 0 THEN NULL ELSE m.unique_key END
+    FROM acked
+    WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
+      AND m.attempts = acked.attempts
+    RETURNING m.id, pg_notify(%(results_channel)s, m.id::text) AS told
+)
+SELECT acked.id::text AS id FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
+
+-- name: job_ends
+-- How each of the jobs %(ids)s stands, for the callers awaiting their results: its status,
+-- last error and result (as JSON text). A job that is not found has no row here.
+SELECT id::text AS id, status, error, result::text AS result
+FROM {table}
+WHERE id = ANY(%(ids)s::uuid[]);
+
 -- name: reschedule
 -- Retry or deferral, fenced (as ack: a cancel asked for refuses it): back to pending after
 -- %(delay)s seconds.
@@ -568,7 +596,7 @@ WHERE id = %(id)s::uuid;
 -- name: job_info
 -- One job by id, whatever its status, as a JobInfo (a backend's job lookup, `queuey jobs show`).
 SELECT id::text AS id, kind, queue, job_type, status AS state, attempts, redeliveries, deferrals,
-       priority, available_at AS due_at, error AS last_error, payload
+       priority, available_at AS due_at, error AS last_error, payload, result, progress
 FROM {table}
 WHERE id = %(id)s::uuid;
 

@@ -1,0 +1,65 @@
+"""A handler's return value made a stored result: validated into its job's declared result type
+and written as JSON text every backend stores alike (``_payload.check_json``).
+
+Only jobs that declare a result type (``Job[Set, Result]``) come here; every other job's return
+value is ignored at no cost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from queuey._payload import check_json
+from queuey.errors import NotSupportedError, PayloadError, ResultError
+
+__all__ = ["refuse_transaction", "result_json", "type_name"]
+
+
+def result_json(adapter: TypeAdapter[Any], value: object, job_type: str, shown: str) -> str:
+    """``value`` validated by ``adapter`` (the job's result type, ``shown`` by name) and
+    written as compact JSON text.
+
+    Raises:
+        ResultError: ``value`` does not validate, cannot be written, or is not JSON every
+            backend stores alike; the message names ``job_type``, the type and the field.
+    """
+    subject = f"the result of {job_type}"
+    try:
+        valid = adapter.validate_python(value)
+        dumped = adapter.dump_python(valid, mode="json")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the value"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ResultError(
+            f"{subject} is not a valid {shown}: {where}: {first['msg']}{more}; got "
+            f"{type(value).__name__}"
+        ) from None
+    except Exception as exc:  # a user's serializer may raise anything
+        raise ResultError(f"{subject} could not be written as {shown}: {exc}") from None
+    try:
+        return check_json(dumped, subject, "result")
+    except PayloadError as exc:
+        raise ResultError(str(exc)) from None
+
+
+def type_name(result_type: object) -> str:
+    """How an error names a result type: its ``__name__``, else its ``repr``."""
+    return getattr(result_type, "__name__", None) or repr(result_type)
+
+
+def refuse_transaction() -> Any:
+    """``ctx.transaction()`` of a job that declares a result type.
+
+    Raises:
+        NotSupportedError: always: the transaction would complete the job before its handler
+            returned the result to store with the completion.
+    """
+
+    raise NotSupportedError(
+        "ctx.transaction() is not available to a job that declares a result type: the job "
+        "completes with its result, which the handler has not returned yet; write in your own "
+        "transaction and return the result"
+    )
