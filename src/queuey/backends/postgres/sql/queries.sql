@@ -309,9 +309,9 @@ WITH acked AS (
 SELECT acked.id::text AS id FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
 
 -- name: ack_results
--- Successes of jobs that declare a result type: fenced exactly as ack, each row's result (JSON
--- text; NULL for none) written in the same statement, so a worker that lost its claim writes
--- no result and the winner's stands. Each row recorded is announced on %(results_channel)s
+-- Successes of jobs that declare a result type: fenced exactly as ack (no cancel asked for),
+-- each row's result (JSON text; NULL for none) written in the same statement, so a worker that
+-- lost its claim writes no result and the winner's stands. Each row recorded is announced on %(results_channel)s
 -- with its id (delivered at commit), waking the callers awaiting it. Returns the ids NOT
 -- recorded.
 WITH acked AS (
@@ -324,7 +324,7 @@ WITH acked AS (
         unique_key = CASE WHEN m.unique_states & 4 = 0 THEN NULL ELSE m.unique_key END
     FROM acked
     WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
-      AND m.attempts = acked.attempts
+      AND m.attempts = acked.attempts AND m.cancel_requested_at IS NULL
     RETURNING m.id, pg_notify(%(results_channel)s, m.id::text) AS told
 )
 SELECT acked.id::text AS id FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
