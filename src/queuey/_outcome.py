@@ -1,5 +1,5 @@
 """Outcomes and the settle decision, as pure values and functions: what happens to a delivery
-given how its handler ended (seed ``001``'s per-delivery algorithm, SEEDS-DIGEST §2.7).
+given how its handler ended (the per-delivery algorithm).
 
 Both faces decide here: ``decide`` for typed jobs (signals and a ``RetryPolicy``), and
 ``after_failure`` (the retry budget: retry after a delay, or dead-letter when it is spent) for
@@ -145,7 +145,7 @@ success)."""
 
 
 MAX_TEXT_BYTES = 4000
-"""Error texts and reasons are kept to this many UTF-8 bytes (seed ``000``)."""
+"""Error texts and reasons are kept to this many UTF-8 bytes."""
 
 EXHAUSTED = "max attempts ({max_attempts}) exhausted after attempt {attempt}: {text}"
 """The typed face's dead-letter reason once the retry budget is spent."""
@@ -187,7 +187,7 @@ def describe(error: BaseException) -> str:
 
 def spent_attempts(envelope: Envelope) -> int:
     """The runs of ``envelope`` that count against its retry budget: ``attempt`` minus the
-    redeliveries (a lost worker is not a failure the handler reported, DESIGN §7)."""
+    redeliveries (a lost worker is not a failure the handler reported)."""
     return envelope.attempt - envelope.redeliveries
 
 

@@ -1,5 +1,6 @@
 """What a message may carry: a JSON value that every backend stores and gives back alike,
-checked once, before anything is written (DESIGN §2: one wire format on every backend).
+checked once, before anything is written (one wire format on every backend: what one
+backend would store, every other must too).
 
 The memory backend keeps the value itself, PostgreSQL a ``json`` column, RabbitMQ the
 envelope's JSON bytes. They agree on exactly the values ``check_json`` admits:

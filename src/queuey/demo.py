@@ -1,4 +1,4 @@
-"""The six-job tour of seed ``001`` (SEEDS-DIGEST §2.11), run by ``queuey demo``.
+"""The six-job tour run by ``queuey demo``: three queues, six jobs, every outcome once.
 
 Three queues under a prefix (``quickstart`` unless ``queuey demo --prefix`` says otherwise, so
 two demos on one broker or database do not share queues): ``emails`` (prefetch 8, 3 attempts

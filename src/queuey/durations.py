@@ -2,7 +2,7 @@
 (seconds), a ``timedelta``, or a number of seconds.
 
 ``parse_duration`` is for declarations (queue and job options, timeouts), where zero is refused;
-``parse_delay`` is for runtime delays, where zero means "now" (DESIGN §2). The syntax itself is
+``parse_delay`` is for runtime delays, where zero means "now". The syntax itself is
 ``_duration_syntax``'s, shared with ``Defer``.
 
 Nothing longer than ``MAX_DURATION`` (3650 days, about 10 years) is taken, as a declaration or

@@ -1,5 +1,4 @@
-"""The envelope: the JSON wire format of one job, the same on every backend (DESIGN §2,
-SEEDS-DIGEST §2.2).
+"""The envelope: the JSON wire format of one job, the same on every backend.
 
 ``{"job_id", "job_type", "queue", "attempt", "enqueued_at_ms", "deferrals", "priority",
 "payload", "headers"}``. Unknown fields are ignored; ``deferrals``, ``priority`` and ``headers``
@@ -71,7 +70,7 @@ class Envelope(BaseModel):
         headers: optional string headers (trace context; ``published_by`` for topics).
         kind: ``"job"`` (typed jobs) or ``"topic"``; a topic and a typed queue of the same
             name never collide. A topic envelope with an empty ``job_type`` (nobody subscribes)
-            is recorded as handled and never delivered (seed ``000``).
+            is recorded as handled and never delivered, so a publish to it still leaves a trace.
         redeliveries: how many of the runs counted in ``attempt`` ended with a lost worker
             (PostgreSQL leases); the retry policy judges ``attempt - redeliveries``.
     """

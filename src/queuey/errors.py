@@ -22,7 +22,7 @@ The tree::
     ├── Fatal                  dead-letter now, whatever the policy
     └── Defer                  not a failure: come back after ``delay``, no attempt spent
 
-Any exception a handler raises that is not a ``HandlerSignal`` is retryable, as in seed ``001``.
+Any exception a handler raises that is not a ``HandlerSignal`` is retryable.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ class Fatal(HandlerSignal):
 class Defer(HandlerSignal):
     """Not a failure: hold the job for ``delay`` and redeliver it at the queue's top priority.
 
-    The attempt count is unchanged and ``deferrals`` goes up by one (seed ``001``).
+    The attempt count is unchanged and ``deferrals`` goes up by one.
 
     Args:
         delay: how long to hold the job; a duration string ("30s"), a ``timedelta`` or seconds.

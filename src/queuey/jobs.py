@@ -8,7 +8,7 @@ class SendEmail(Job[AppQueues], queue=AppQueues.emails, retry=RetryPolicy.expone
 
 The class keywords are checked when the class is created: ``queue`` must be a queue of the set
 named in ``Job[...]``. A job's name (the envelope's ``job_type`` and the handler dispatch key)
-defaults to ``module.QualName``; ``name=`` overrides it (DESIGN §2).
+defaults to ``module.QualName``; ``name=`` overrides it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ class AppQueues(QueueSet, prefix="myapp"):
     image_resize = Queue(name="img")             # "myapp.img"
 ```
 
-Defaults and limits are seed ``001``'s (SEEDS-DIGEST §2.3): prefetch 16 (1..65535; 0 means
+Defaults and limits: prefetch 16 (1..65535; 0 means
 unlimited in AMQP and is refused), durable, no message TTL, ``max_priority`` 10 (0..255, 0 = not a
 priority queue), no retry policy (the first failure dead-letters).
 """
@@ -29,13 +29,13 @@ __all__ = ["DEFAULT_MAX_PRIORITY", "Queue", "QueueConfig", "QueueSet", "snake_ca
 
 DEFAULT_MAX_PRIORITY = 10
 """A queue's top priority level when ``Queue(max_priority=...)`` is not given."""
-_MAX_NAME_BYTES = 235  # leaves room for RabbitMQ's longest derived name (SEEDS-DIGEST §2.9)
+_MAX_NAME_BYTES = 235  # room for RabbitMQ's longest derived name, <q>.hold.<ms>, in 255 bytes
 _CAMEL_1 = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _CAMEL_2 = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def snake_case(name: str) -> str:
-    """``HTTPCalls`` → ``http_calls``, ``XMLHTTPRequest`` → ``xmlhttp_request`` (seed rule)."""
+    """``HTTPCalls`` → ``http_calls``, ``XMLHTTPRequest`` → ``xmlhttp_request``."""
     return _CAMEL_2.sub("_", _CAMEL_1.sub("_", name)).lower()
 
 
@@ -50,7 +50,7 @@ class QueueConfig:
         durable: whether the queue survives a broker restart (RabbitMQ).
         message_ttl: a job not started within this time is dead-lettered as "expired".
         max_priority: the top priority level; 0 means not a priority queue.
-        kind: ``"job"`` for typed queues, ``"topic"`` when ``name`` is a topic (seed ``000``).
+        kind: ``"job"`` for typed queues, ``"topic"`` when ``name`` is a topic.
         job_types: when set, a consumer of this queue is handed only these job types (for a
             topic: the subscribers this app declares), and leaves the rest to other consumers;
             ``None`` hands out everything. Honoured by the memory and PostgreSQL backends.

@@ -1,6 +1,6 @@
 """Retry policies: pure values mapping a failed attempt to "retry after this delay" or "give up".
 
-The math is seed ``001``'s (SEEDS-DIGEST §2.4): exponential waits
+Exponential waits
 ``min(max, base * factor ** (attempt - 1))`` with full jitter drawn uniformly from
 ``[0, computed]``; fixed waits ``delay``; none waits nothing. ``max_attempts`` counts the first
 try, so ``max_attempts=1`` never retries.
@@ -100,7 +100,7 @@ class RetryPolicy:
     ) -> RetryPolicy:
         """Exponential backoff ``min(max, base * factor ** (attempt - 1))``, full jitter.
 
-        Defaults are the seed's: 3 attempts, base 1 s, factor 2, max 5 min, jitter on.
+        Defaults: 3 attempts, base 1 s, factor 2, max 5 min, jitter on.
         A ``max_attempts`` < 1, a zero or invalid duration, a factor that is not positive and
         finite, a ``jitter`` that is not a bool, or ``base`` greater than ``max`` makes an
         invalid policy (raised when bound or used).

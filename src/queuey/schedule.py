@@ -10,8 +10,12 @@ A slot is an instant (UTC). Cron slots are read in the schedule's IANA time zone
 which follows Debian's cron across daylight saving: a slot in a skipped hour fires once, at the
 next valid time; a slot in a repeated hour fires once (an expression whose hour is a wildcard
 fires in both passes, as the clock does run through them). ``every`` slots are aligned to the
-epoch, so every worker computes the same ones. Each worker that knows a schedule fires each due
-slot with the unique key (schedule name, slot): however many workers run, a slot fires once.
+epoch, so every worker computes the same ones. A cron expression has the five standard fields
+(minute, hour, day of month, month, day of week) or is one of the macros ``@yearly``
+(``@annually``), ``@monthly``, ``@weekly``, ``@daily`` (``@midnight``) and ``@hourly``; six
+fields are refused (some crons read the sixth as seconds, others as a year), and so is
+``@reboot``. Each worker that knows a schedule fires each due slot with the unique key
+(schedule name, slot): however many workers run, a slot fires once.
 """
 
 from __future__ import annotations
@@ -28,6 +32,42 @@ from queuey.durations import Duration, parse_duration
 from queuey.jobs import Job
 
 __all__ = ["CatchUp", "Periodic", "Schedule", "ScheduleRecord", "Timing", "slot_key"]
+
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+"""The cron macros accepted, and the five fields each stands for."""
+
+
+def cron_fields(expression: str) -> str:
+    """The five-field form of a checked cron expression (a macro expanded)."""
+    return MACROS.get(expression.lower(), expression)
+
+
+def _check_cron(expression: str) -> str | None:
+    """Why ``expression`` is not a cron expression queuey reads, or ``None`` when it is."""
+    if expression.startswith("@"):
+        if expression.lower() in MACROS:
+            return None
+        return f"not a known macro (known: {', '.join(MACROS)})"
+    count = len(expression.split())
+    if count != 5:
+        return (
+            f"has {count} fields; give the five standard fields (minute hour day-of-month "
+            "month day-of-week) or a macro such as @daily; for slots seconds apart use every="
+        )
+    try:
+        CronSim(expression, datetime.now(UTC))
+    except (CronSimError, ValueError) as exc:
+        return str(exc)
+    return None
+
 
 CatchUp = Literal["none", "latest", "all"]
 """Which missed slots a worker fires when it finds several due at once (after a downtime)."""
@@ -75,10 +115,9 @@ class Timing:
             with site.context():
                 return cls(None, parse_duration(cast(Duration, every), "every"), zone)
         expression = " ".join(check_str(cron, "cron", non_empty=True, site=site).split())
-        try:
-            CronSim(expression, datetime.now(UTC))
-        except (CronSimError, ValueError) as exc:
-            raise site.error("cron", f"invalid cron expression {expression!r}: {exc}") from None
+        problem = _check_cron(expression)
+        if problem is not None:
+            raise site.error("cron", f"invalid cron expression {expression!r}: {problem}")
         return cls(expression, None, zone)
 
     @classmethod
@@ -105,7 +144,7 @@ class Timing:
             index = (moment - EPOCH) // _MICRO // step + 1
             return EPOCH + _MICRO * (index * step)
         start = moment.astimezone(ZoneInfo(self.tz))
-        for slot in CronSim(self.cron or "", start):
+        for slot in CronSim(cron_fields(self.cron or ""), start):
             # From inside a repeated hour cronsim may answer with that hour's first pass.
             if slot.astimezone(UTC) > moment:
                 return slot.astimezone(UTC)
@@ -131,7 +170,7 @@ class Timing:
                 yield EPOCH + _MICRO * (index * step)
                 index -= 1
         start = (until + _MICRO).astimezone(ZoneInfo(self.tz))
-        for slot in CronSim(self.cron or "", start, reverse=True):
+        for slot in CronSim(cron_fields(self.cron or ""), start, reverse=True):
             yield slot.astimezone(UTC)
 
 

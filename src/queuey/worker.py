@@ -1,7 +1,7 @@
 """``Worker[Q]``: consumes the queues of one ``QueueSet`` and runs a handler per job type.
 
 A thin assembler: the typed-job face (``_runtime.faces.job``) on the engine shared with the
-topic ``Subscriber`` (``_runtime.engine``). Shutdown order (seed ``001``, SEEDS-DIGEST §2.7):
+topic ``Subscriber`` (``_runtime.engine``). Shutdown order:
 stop pulling, finish what was pulled, await what runs, then return; the backend is closed only
 with ``close_backend_on_shutdown=True``. Each outcome is logged on the ``queuey.worker`` logger
 with ``job_id``, ``job_type``, ``queue`` and ``attempt`` as structured fields (``extra``):

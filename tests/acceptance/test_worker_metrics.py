@@ -1,6 +1,6 @@
 """``queuey worker --http-port``: a real worker process serves ``/live``, ``/ready`` and
 ``/metrics``; after a known mix of outcomes the scraped series match it exactly, and
-``--log-format json`` prints one JSON object per line."""
+``--log-format json`` prints one JSON object per line, the start-up line included."""
 
 from __future__ import annotations
 
@@ -76,7 +76,12 @@ async def test_metrics_scraped_from_a_worker_process_match_the_outcomes(
         for state in ("pending", "scheduled", "running", "failed")
     }
     assert depth == {"pending": 0, "scheduled": 0, "running": 0, "failed": 1}
-    records = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    lines = [line for line in err.splitlines() if line.strip()]
+    text = [line for line in lines if not line.startswith("{")]
+    assert text == [], "--log-format json printed lines that are not JSON"
+    records = [json.loads(line) for line in lines]
+    (banner,) = [r for r in records if r["message"].startswith("queuey worker: queues obs.work")]
+    assert banner["logger"] == "queuey.cli" and banner["level"] == "INFO"
     succeeded = [r for r in records if r["message"].endswith("succeeded")]
     assert len(succeeded) == 6
     assert {r["queue"] for r in succeeded} == {"obs.work"}

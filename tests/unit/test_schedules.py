@@ -222,3 +222,40 @@ def test_the_sync_producer_refuses_unique_jobs() -> None:
     producer = SyncProducer.undeclared(Cron, object())  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"enqueue it with the async queuey\.Producer"):
         producer.enqueue(Keyed(n=1))
+
+
+@pytest.mark.parametrize(
+    ("macro", "after", "slot"),
+    [
+        ("@yearly", datetime(2024, 5, 1, tzinfo=UTC), datetime(2025, 1, 1, tzinfo=UTC)),
+        ("@annually", datetime(2024, 5, 1, tzinfo=UTC), datetime(2025, 1, 1, tzinfo=UTC)),
+        ("@monthly", datetime(2024, 5, 1, 1, tzinfo=UTC), datetime(2024, 6, 1, tzinfo=UTC)),
+        ("@weekly", datetime(2024, 5, 1, tzinfo=UTC), datetime(2024, 5, 5, tzinfo=UTC)),
+        ("@daily", datetime(2024, 5, 1, 0, 1, tzinfo=UTC), datetime(2024, 5, 2, tzinfo=UTC)),
+        ("@midnight", datetime(2024, 5, 1, 0, 1, tzinfo=UTC), datetime(2024, 5, 2, tzinfo=UTC)),
+        ("@hourly", datetime(2024, 5, 1, 0, 1, tzinfo=UTC), datetime(2024, 5, 1, 1, tzinfo=UTC)),
+        ("@Daily", datetime(2024, 5, 1, 0, 1, tzinfo=UTC), datetime(2024, 5, 2, tzinfo=UTC)),
+    ],
+)
+def test_the_common_cron_macros_are_accepted(macro: str, after: datetime, slot: datetime) -> None:
+    schedule = Schedule(cron=macro, job=Report(), name="m")
+    timing = Timing.parse(schedule.record().expression, "UTC")
+    assert timing.expression() == macro
+    assert timing.next_after(after) == slot
+    assert timing.slots(None, slot, 1) == [slot]
+
+
+@pytest.mark.parametrize(
+    ("cron", "message"),
+    [
+        ("0 0 * * * *", "has 6 fields; give the five standard fields"),
+        ("*/5 * * * * 2024", "has 6 fields"),
+        ("0 * * *", "has 4 fields"),
+        ("@reboot", "not a known macro (known: @yearly, @annually"),
+        ("@every 5m", "not a known macro"),
+    ],
+)
+def test_a_cron_that_is_not_five_fields_or_a_macro_is_refused(cron: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Schedule(cron=cron, job=Report(), name="odd")
+    assert f"Schedule 'odd': cron: invalid cron expression {cron!r}: {message}" in str(caught.value)

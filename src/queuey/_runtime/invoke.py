@@ -5,9 +5,9 @@ A plain handler's timeout counts from the moment its thread starts running it (r
 thread), never from when it was submitted. A plain handler that passes its timeout cannot be
 stopped: the run waits for its thread to end, so the job stays held (never handed to another
 run while this one executes) and its slot taken (so the worker claims less), reported through
-``RunThreads.overran``; then the timeout is its outcome (DESIGN §2). A run cancelled while its
-thread runs (shutdown past its grace) leaves the thread running; ``RunThreads.running`` tells
-the runner not to hand the job back.
+``RunThreads.overran``; then the timeout is its outcome (retryable, like any failure). A run
+cancelled while its thread runs (shutdown past its grace) leaves the thread running;
+``RunThreads.running`` tells the runner not to hand the job back.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The consume loop shared by the typed-job ``Worker`` and the topic ``Subscriber``.
 
-Seed ``001``'s shape (SEEDS-DIGEST §2.7), without its dispatch hop: one fetcher per queue
+One fetcher per queue
 hands each delivery its own task, run by the ``Process`` that ``bind`` made for its queue (the
 runner's, which settles it), and every delivery holds one of the worker's ``concurrency`` slots
 (``_runtime.slots``) until its handler has ended (the settle that follows holds none). A
@@ -17,7 +17,7 @@ them: never more threads than slots, so a handler never waits for a thread).
 Pause takes effect at once: no handler starts while paused (running ones finish) and the
 consumers are stopped. A delivery a consumer had already handed out is released untouched, so
 nothing stays claimed while paused; ``resume`` opens fresh consumers. Publishing is untouched,
-so messages simply wait (seed ``000``'s ``enabled = false``).
+so messages simply wait (what ``[queues] enabled = false`` does for a topic app).
 
 Shutdown stops pulling, finishes what was pulled and awaits what runs, up to ``shutdown_grace``;
 then it cancels the handlers that can be cancelled (their deliveries are handed back) and

@@ -20,7 +20,7 @@ class QueueStats:
     """Outcomes a worker observed on one queue.
 
     ``acked`` counts deliveries that ended in an ack, a retry or a deferral (each hands its
-    delivery back, as seed ``001``'s memory backend counts).
+    delivery back to the backend, which counts it as acked).
     """
 
     succeeded: int = 0

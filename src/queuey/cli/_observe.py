@@ -22,7 +22,7 @@ import click
 from queuey._extras import install_hint
 from queuey._runtime.engine import Engine
 from queuey.cli._processes import INDEX_ENV
-from queuey.cli._root import fail
+from queuey.cli._root import LOG_FORMAT, fail
 from queuey.observability import JsonFormatter
 from queuey.secrets import RedactingFilter
 
@@ -33,6 +33,7 @@ _KEY = "queuey.observe"
 
 
 def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> None:
+    ctx.find_root().meta[LOG_FORMAT] = value
     if value != "json":
         return
     formatter = JsonFormatter()

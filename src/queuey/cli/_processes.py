@@ -33,6 +33,8 @@ from typing import Any, TypeVar
 
 import click
 
+from queuey.cli._root import announce
+
 __all__ = [
     "INDEX_ENV",
     "PARENT_POLL",
@@ -209,7 +211,7 @@ def supervise(processes: int, what: str) -> None:
     if processes <= 1:
         return
     command = [sys.executable, "-m", "queuey", *sys.argv[1:]]
-    click.echo(f"queuey {what}: supervising {processes} worker processes", err=True)
+    announce(f"queuey {what}: supervising {processes} worker processes")
     sys.exit(Supervisor(command, processes).run())
 
 

@@ -26,6 +26,8 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_UNREACHABLE",
     "EXIT_USAGE",
+    "LOG_FORMAT",
+    "announce",
     "describe_backend",
     "main",
     "run_until_signal",
@@ -97,14 +99,30 @@ def describe_backend(backend: object) -> str:
     return redact(repr(backend))
 
 
+LOG_FORMAT = "queuey.log_format"
+"""Where ``--log-format`` records its choice, in the root click context's ``meta``."""
+
+
+def announce(text: str) -> None:
+    """Print a line a long-running command always shows (its start-up line) on stderr: as
+    text, or as one JSON log object (logger ``queuey.cli``, level INFO) under
+    ``--log-format json``, so a JSON log stream holds nothing else."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.find_root().meta.get(LOG_FORMAT) == "json":
+        from queuey.observability import JsonFormatter
+
+        record = logging.LogRecord("queuey.cli", logging.INFO, __file__, 0, text, None, None)
+        text = JsonFormatter().format(record)
+    click.echo(redact(text), err=True)
+
+
 def starting(command: str, what: str, names: Sequence[str], backend: str, concurrency: int) -> None:
-    """Print the start-up line of a long-running command on stderr, e.g. ``queuey worker:
+    """Announce the start-up line of a long-running command on stderr, e.g. ``queuey worker:
     queues myapp.emails, myapp.images; backend PostgreSQL postgresql://app:***@db/app, schema
-    queuey; concurrency 14``."""
-    click.echo(
+    queuey; concurrency 14`` (one JSON object under ``--log-format json``)."""
+    announce(
         f"queuey {command}: {what} {', '.join(names) or '(none)'}; backend {backend}; "
-        f"concurrency {concurrency}",
-        err=True,
+        f"concurrency {concurrency}"
     )
 
 

@@ -1,4 +1,4 @@
-"""Commands of the topic face (seed ``000``): ``queuey run`` and ``queuey publish``, and
+"""Commands of the topic face: ``queuey run`` and ``queuey publish``, and
 ``connect_backend``, where the topic commands (``queuey serve`` too) choose their concrete
 backend: the topic face itself only knows the backend contract."""
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from queuey.backends.base import Backend
     from queuey.topics.config import QueuesConfig
 
-# -- topics (seed 000) -----------------------------------------------------------------------
+# -- topics --------------------------------------------------------------------------------
 
 CONFIG = click.option(
     "--config",

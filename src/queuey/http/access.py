@@ -1,4 +1,4 @@
-"""The access grammar of the ``[queues] publish`` setting (SEEDS-DIGEST §1.12), parsed once.
+"""The access grammar of the ``[queues] publish`` setting, parsed once.
 
 ``public | authenticated | member | role:<name> | private | owner``, each optionally followed by
 ``@org_class=<name>``. Levels are exact and case-sensitive. Whatever does not describe a door

@@ -1,8 +1,8 @@
 """The publish endpoint as a Starlette app: ``POST {base}/queues/{topic}``.
 
 Mount it in a Starlette or FastAPI app (``Mount("/hooks", app=publish_app(...))``) or serve it
-with ``queuey serve``. A request is checked in this order, and the first failing check answers
-(DESIGN §3): 405 not POST; 404 the policy is private; 401 credentials missing, or present and
+with ``queuey serve``. A request is checked in this order, and the first failing check answers:
+405 not POST; 404 the policy is private; 401 credentials missing, or present and
 invalid (even on a public route); 403 wrong role or organisation class; 413 body over the limit;
 400 body not JSON; 400 not a topic (or a priority, from the ``priority`` query parameter or
 the ``X-Queuey-Priority`` header, that is not a whole number in range, or a malformed

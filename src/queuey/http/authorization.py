@@ -1,6 +1,6 @@
 """The access decision: may this principal publish under this policy?
 
-Checks run in the seed's order (SEEDS-DIGEST §1.11): a private policy answers 404 before
+Checks run in this order: a private policy answers 404 before
 anything else; then an organisation-class qualifier; then the level. Roles count wherever the
 credential carries them; ``member`` and a class qualifier need an organisation.
 """

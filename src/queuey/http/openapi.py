@@ -16,7 +16,8 @@ from queuey.topics.publisher import TOPIC_MAX_PRIORITY
 __all__ = ["TOPIC_PATTERN", "openapi_document"]
 
 TOPIC_PATTERN = r"^[A-Za-z0-9._:-]{1,200}$"
-"""The topic rule of seed ``000`` as a regular expression."""
+"""The topic rule as a regular expression: 1..200 ASCII letters, digits, ``.``, ``_``, ``-``
+or ``:``."""
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 

@@ -1,4 +1,4 @@
-"""Topics (seed ``000``): a ``[queues]`` TOML table maps a topic to subscriber functions;
+"""Topics: a ``[queues]`` TOML table maps a topic to subscriber functions;
 ``publish`` records one message per subscriber, each with its own retries."""
 
 from queuey.topics.app import App

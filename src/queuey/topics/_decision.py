@@ -1,5 +1,5 @@
-"""What happens to a topic message after its function ran, as pure functions (seed ``000``'s
-``complete``/``fail``, SEEDS-DIGEST §1.8).
+"""What happens to a topic message after its function ran, as pure functions: done, retried
+after ``retry_delay_secs`` or failed for good.
 
 Success acks. A failure retries after ``retry_delay_secs(attempts)`` until ``max_attempts`` runs,
 then the message is left failed (dead-lettered) with the error text, cut to 4000 bytes. The

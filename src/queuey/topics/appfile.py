@@ -12,14 +12,17 @@ send_welcome = "myapp.handlers:send_welcome"     # module:attribute
 "user.signed_up" = "send_welcome"
 ```
 
-String values may use ``$VAR``, ``${VAR}`` and ``${VAR:-default}`` (see ``_expansion``). Other
-top-level tables (``[http]``...) are kept, expanded, in ``AppConfig.tables`` for the modules that
-own them; an unknown key *inside* ``[queues]`` is an error. Every problem is a ``ConfigError``
-naming the file and the key (a TOML syntax error names the line), never a parser traceback.
+String values may use ``$VAR``, ``${VAR}`` and ``${VAR:-default}`` (see ``_expansion``). The
+other top-level tables (``[http]``, ``[dashboard]``) are kept, expanded, in ``AppConfig.tables``
+for the modules that own them; a top-level table that is not in ``KNOWN_TABLES`` (a misspelt
+``[dashbaord]``) is an error, as is an unknown key inside ``[queues]``. Every problem is a
+``ConfigError`` naming the file and the key (a TOML syntax error names the line), never a
+parser traceback.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -41,6 +44,8 @@ _IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _QUEUES = Site.table("queues")
 _FUNCTIONS = Site.table("functions")
 _DATABASE = Site.table("database")
+KNOWN_TABLES = ("dashboard", "database", "functions", "http", "queues")
+"""The top-level tables an app file may have; any other (a misspelling) is refused."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ def load_app_config(path: str | os.PathLike[str]) -> AppConfig:
     file = Path(path).absolute()
     document = expand_document(_parse(file), str(file))
     with Site(file=str(file)).context():
+        _check_tables(document)
         return AppConfig(
             path=file,
             queues=_queues(_table(document, "queues")),
@@ -104,6 +110,16 @@ def _parse(file: Path) -> dict[str, Any]:
         raise ConfigError(f"{file}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+
+
+def _check_tables(document: Mapping[str, Any]) -> None:
+    """Refuse a top-level key that is not one of ``KNOWN_TABLES`` (``[dashbaord]``), naming
+    the closest known one."""
+    for key in sorted(set(document) - set(KNOWN_TABLES)):
+        close = difflib.get_close_matches(key, KNOWN_TABLES, n=1)
+        hint = f"did you mean [{close[0]}]? " if close else ""
+        known = ", ".join(f"[{name}]" for name in KNOWN_TABLES)
+        raise Site().error(f"[{key}]", f"not a table queuey reads ({hint}known: {known})")
 
 
 def _table(document: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -1,4 +1,4 @@
-"""``QueuesConfig``: the ``[queues]`` table of an app's TOML file (seed ``000``, SEEDS-DIGEST §1.3).
+"""``QueuesConfig``: the ``[queues]`` table of an app's TOML file.
 
 ```toml
 [queues]
@@ -63,7 +63,7 @@ def topic_error(topic: str) -> str:
 
 @dataclass(frozen=True)
 class QueuesConfig:
-    """The ``[queues]`` settings of an app; defaults are the seed's, with prefix ``"queuey"``.
+    """The ``[queues]`` settings of an app; defaults as listed, with prefix ``"queuey"``.
 
     Attributes:
         enabled: handle messages; ``False`` pauses handling while publishing still records.
@@ -81,7 +81,7 @@ class QueuesConfig:
         retain_hours: hours after which handled messages are deleted; 0 keeps them forever.
         max_redeliveries: leases a message may lose (its subscriber's process died while
             handling it) before it is left failed, so a message that keeps killing its
-            process does not cycle forever (>= 1; DESIGN §7).
+            process does not cycle forever (>= 1).
         publish: who may publish over HTTP (the access grammar); ``"private"``: nobody.
         idempotency_hours: how long an idempotency key is remembered (the HTTP
             ``Idempotency-Key`` header, ``publish(key=...)``): a reuse within it writes nothing
@@ -202,6 +202,6 @@ def _normalise_subscribe(subscribe: object) -> Mapping[str, tuple[str, ...]]:
             raise _SITE.error("subscribe", topic_error(str(raw_topic)))
         names = merged.setdefault(raw_topic.strip(), [])
         for name in _names(raw_topic, value):
-            if name not in names:  # DESIGN §7: duplicates dropped, the first kept
+            if name not in names:  # duplicates dropped, the first kept
                 names.append(name)
     return MappingProxyType({topic: tuple(names) for topic, names in merged.items() if names})

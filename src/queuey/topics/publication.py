@@ -17,7 +17,7 @@ __all__ = [
 
 
 class InvalidTopicError(QueueyError, ValueError):
-    """A topic that breaks seed ``000``'s rule: 1..200 characters after trimming, each an ASCII
+    """A topic that breaks the topic rule: 1..200 characters after trimming, each an ASCII
     letter or digit or one of ``. _ - :``."""
 
 
@@ -28,7 +28,7 @@ class IdempotencyConflictError(QueueyError, ValueError):
 
 @dataclass(frozen=True)
 class Publication:
-    """What a publish recorded (seed ``000``, SEEDS-DIGEST §1.6).
+    """What a publish recorded.
 
     Attributes:
         id: the id (UUID string) of the first row written; for a topic nobody subscribes to,

@@ -1,5 +1,5 @@
 """``TopicPublisher``: records a message once per subscriber of its topic, all or nothing
-(seed ``000``'s publish, SEEDS-DIGEST §1.6, with DESIGN §7's one transaction).
+(every row, and the notification that wakes subscribers, in one transaction).
 
 Each subscriber gets its own envelope (``kind="topic"``, ``queue`` = the topic, ``job_type`` =
 the function), so each has its own retries. A topic nobody subscribes to is still recorded: one

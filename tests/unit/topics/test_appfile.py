@@ -118,10 +118,35 @@ def test_keys_are_not_expanded_and_values_in_arrays_are(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("QT_FN", "from_env")
-    text = '[queues.subscribe]\n"t" = ["$QT_FN", "plain"]\n[other]\n"$QT_FN" = 1\n'
+    text = '[queues.subscribe]\n"t" = ["$QT_FN", "plain"]\n[dashboard]\n"$QT_FN" = 1\n'
     config = load_app_config(write(tmp_path, text))
     assert config.queues.subscribers("t") == ("from_env", "plain")
-    assert config.tables["other"] == {"$QT_FN": 1}
+    assert config.tables["dashboard"] == {"$QT_FN": 1}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '[dashbaord]\nview = "public"\n',
+            "[dashbaord]: not a table queuey reads (did you mean [dashboard]?",
+        ),
+        ("[queue]\nbatch = 2\n", "[queue]: not a table queuey reads (did you mean [queues]?"),
+        (
+            "[function]\nf = 'm:f'\n",
+            "[function]: not a table queuey reads (did you mean [functions]?",
+        ),
+        ("[zzz]\nx = 1\n", "[zzz]: not a table queuey reads (known: [dashboard], [database]"),
+        ("stray = 1\n[queues]\n", "[stray]: not a table queuey reads"),
+    ],
+)
+def test_a_misspelt_table_is_refused_like_a_misspelt_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_app_config(path)
+    assert str(caught.value).startswith(f"{path}: {message}")
 
 
 def test_a_value_with_quotes_cannot_change_the_file(

@@ -1,5 +1,4 @@
-"""``MemoryBackend``: an in-process backend for tests and the demo (seed ``001``,
-SEEDS-DIGEST §2.10).
+"""``MemoryBackend``: an in-process backend for tests and the demo.
 
 The backend is a thin face over a ``Store`` (``_store``), which its consumers and deliveries
 (``_consumer``) share with it. Delays and holds run on the event loop's clock, so a virtual-time

@@ -208,7 +208,7 @@ class Store:
             return
         queue = self.queue(envelope.queue, envelope.kind)
         if envelope.kind == "topic" and not envelope.job_type:
-            queue.acked.append(envelope)  # nobody subscribes: recorded as handled (seed 000)
+            queue.acked.append(envelope)  # nobody subscribes: recorded as handled
             self.track(envelope, "done", ran=False, due=now())
             return
         self.track(envelope, "pending", ran=False, due=now())

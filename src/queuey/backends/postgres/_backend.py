@@ -1,4 +1,4 @@
-"""``PostgresBackend``: rows + LISTEN/NOTIFY + ``FOR UPDATE SKIP LOCKED`` (DESIGN §4).
+"""``PostgresBackend``: rows + LISTEN/NOTIFY + ``FOR UPDATE SKIP LOCKED``.
 
 One table holds both faces of the engine. Publishing inserts rows and ``pg_notify`` in one
 statement (one transaction, one round trip; a NOTIFY is delivered at commit). Consumers claim

@@ -49,7 +49,7 @@ __all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "Slots", "storable"]
 log = logging.getLogger("queuey.postgres")
 
 MAX_TEXT_BYTES = 4000
-"""Error texts and reasons are kept to this many UTF-8 bytes (seed ``000``)."""
+"""Error texts and reasons are kept to this many UTF-8 bytes."""
 
 
 @dataclass(frozen=True)
@@ -292,7 +292,7 @@ class PgDelivery:
 def storable(text: str) -> str:
     """``text`` made storable in a ``text`` column: NUL characters dropped, unpaired surrogates
     replaced by ``?``, cut to ``MAX_TEXT_BYTES`` UTF-8 bytes on a character boundary with "…"
-    appended when cut (seed ``000``, SEEDS-DIGEST §1.8)."""
+    appended when cut."""
     data = text.replace("\x00", "").encode("utf-8", errors="replace")
     if len(data) <= MAX_TEXT_BYTES:
         return data.decode("utf-8")

@@ -1,5 +1,4 @@
-"""``RabbitMqBackend``: the ``Backend`` contract on RabbitMQ 3.10+ classic or quorum queues
-(DESIGN §5, §10).
+"""``RabbitMqBackend``: the ``Backend`` contract on RabbitMQ 3.10+ classic or quorum queues.
 
 The backend is a thin assembler: it owns a ``Link`` (the connection and its reconnection,
 ``_connection``), a ``Router`` (routing, hold queues, confirmed publishes and the declared

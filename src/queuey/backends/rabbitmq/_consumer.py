@@ -204,7 +204,7 @@ class RabbitMqConsumer:
             return None
         if envelope.kind == "topic" and not envelope.job_type:
             with contextlib.suppress(Exception):
-                await message.ack()  # nobody subscribes: recorded as handled (seed 000)
+                await message.ack()  # nobody subscribes: recorded as handled
             self._window.settled(message)
             return None
         self._unsettled += 1

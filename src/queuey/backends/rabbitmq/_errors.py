@@ -79,8 +79,8 @@ def describe(exc: BaseException) -> str:
 def precondition_message(exc: ChannelPreconditionFailed) -> str:
     """What to tell the user when the broker refuses a queue declaration as inequivalent.
 
-    Adding ``x-max-priority`` to an existing queue is the common case (SEEDS-DIGEST §2.9,
-    upgrade notes): the queue must be drained and deleted, or ``max_priority`` set to 0.
+    Adding ``x-max-priority`` to an existing queue is the common case: the queue must be
+    drained and deleted, or ``max_priority`` set to 0.
     """
     text = describe(exc)
     match = _INEQUIVALENT.search(text)

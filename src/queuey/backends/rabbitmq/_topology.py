@@ -1,6 +1,6 @@
 """Broker names and queue arguments for the RabbitMQ backend, as pure functions.
 
-Per logical queue ``q`` (DESIGN §5, SEEDS-DIGEST §2.9, with hold queues for every delay):
+Per logical queue ``q`` (with a hold queue for every distinct delay):
 
 =====================  =====================================================================
 broker queue           arguments
