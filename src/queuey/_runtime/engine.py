@@ -54,6 +54,8 @@ class Engine:
             before its task is cancelled.
         gate: makes the consumers over ``backend``'s (the dashboard's ``PauseGate``: they claim
             nothing while their queue is paused); ``None``: ``backend``'s own.
+        processes: plain handlers run in child processes (which can be killed) instead of
+            threads.
 
     Attributes:
         backend: the transport.
@@ -79,6 +81,7 @@ class Engine:
         thread_name_prefix: str,
         cancel_grace: timedelta = CANCEL_GRACE,
         gate: ConsumerGate | None = None,
+        processes: bool = False,
     ) -> None:
         self.backend = backend
         self.concurrency = check_int(concurrency, "concurrency", low=1)
@@ -103,6 +106,7 @@ class Engine:
             thread_name_prefix=thread_name_prefix,
             in_thread=self._runner.in_thread,
             gate=gate,
+            processes=processes,
         )
         self._running = False
 

@@ -6,7 +6,9 @@ A plain (``def``) handler runs in a thread pool, never on the event loop.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import pickle
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,10 +17,11 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from queuey._runtime.invoke import is_coroutine_callable
+from queuey.errors import ConfigError
 from queuey.jobs import Job, JobContext
 from queuey.retry import RetryPolicy
 
-__all__ = ["HandlerEntry", "make_entry", "takes_context"]
+__all__ = ["HandlerEntry", "make_entry", "portable", "takes_context"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,29 @@ def takes_context(call: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
+def _job_only(call: Callable[[Any], Any], job: Any, ctx: JobContext) -> Any:
+    """Call a handler that takes only the job."""
+    return call(job)
+
+
+def portable(entry: HandlerEntry) -> None:
+    """Check that ``entry``'s plain handler can be sent to a handler process (pickled by
+    reference: a function or class defined at module level, an instance that pickles).
+
+    Raises:
+        ConfigError: it cannot; the message names the handler and what to do.
+    """
+    if entry.is_async:
+        return
+    try:
+        pickle.dumps(entry.call)
+    except Exception as exc:
+        raise ConfigError(
+            f"handler {entry.name!r} of {entry.job_type.job_name()!r} cannot run in a process "
+            f"(plain_handlers='process'): it must pickle, so define it at module level ({exc})"
+        ) from None
+
+
 def make_entry(job_type: type[Job[Any, Any]], target: object) -> HandlerEntry:
     """Wrap ``target`` as the handler of ``job_type``.
 
@@ -80,8 +106,7 @@ def make_entry(job_type: type[Job[Any, Any]], target: object) -> HandlerEntry:
     _check_annotation(call, job_type)
     is_async = is_coroutine_callable(call)
     if not takes_context(call):
-        single = call
-        call = lambda job, ctx: single(job)  # noqa: E731
+        call = functools.partial(_job_only, call)  # picklable (a handler process) if call is
     name = getattr(target, "__qualname__", type(target).__qualname__)
     retry = job_type.effective_retry()
     return HandlerEntry(job_type, call, is_async, name, retry, job_type.__queuey_result__)

@@ -1,5 +1,5 @@
 """Calling a handler: a coroutine function on the event loop, a plain one in a thread (never on
-the loop), either under an optional timeout.
+the loop) or in a child process (``HandlerProcesses``), either under an optional timeout.
 
 A plain handler's timeout counts from the moment its thread starts running it (read in the
 thread), never from when it was submitted. A plain handler that passes its timeout cannot be
@@ -8,12 +8,19 @@ run while this one executes) and its slot taken (so the worker claims less), rep
 ``RunThreads.overran``; then the timeout is its outcome (retryable, like any failure). A run
 cancelled while its thread runs (shutdown past its grace) leaves the thread running;
 ``RunThreads.running`` tells the runner not to hand the job back.
+
+A plain handler run in a process can be stopped: past its timeout, or when its run is
+cancelled (a cancelled job past its grace, shutdown past its grace), the process is killed
+before ``invoke`` returns or raises, so nothing of the run goes on and its slot is free. The
+handler gets its arguments pickled; a context (``RunControls``) goes without its run's
+controls (``ctx.cancelled`` is false, ``ctx.transaction()`` unavailable in the process).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import inspect
 import time
 from collections.abc import Callable
@@ -21,6 +28,8 @@ from concurrent.futures import Executor
 from datetime import timedelta
 from typing import Any
 
+from queuey._run_scope import RunControls
+from queuey._runtime.processes import HandlerProcesses
 from queuey._runtime.threads import RunThreads, mark_retrieved
 
 __all__ = [
@@ -64,6 +73,9 @@ async def invoke(
     limit = None if timeout is None else timeout.total_seconds()
     if is_async:
         return await _on_loop(call, args, limit)
+    pool = executor.pool if isinstance(executor, RunThreads) else executor
+    if isinstance(pool, HandlerProcesses):
+        return await _in_process(call, args, pool, limit)
     began, result = await _in_thread(call, args, executor, limit)
     if inspect.isawaitable(result):  # a plain callable that returned a coroutine: run it too
         left = None if limit is None else max(limit - (time.monotonic() - began), 0.0)
@@ -116,6 +128,47 @@ async def _in_thread(
     except asyncio.CancelledError:
         ended.cancel()  # stops only a run not started yet; a running thread runs on
         raise
+
+
+async def _in_process(
+    call: Callable[..., Any], args: tuple[Any, ...], pool: HandlerProcesses, limit: float | None
+) -> Any:
+    """Run ``call(*args)`` in a process of ``pool``; past ``limit`` seconds from its start, or
+    when this task is cancelled, kill the process (reaped before this returns or raises)."""
+    loop = asyncio.get_running_loop()
+    started: asyncio.Future[float] = loop.create_future()
+    future = pool.start(call, tuple(_portable(arg) for arg in args), _teller(loop, started))
+    ended = asyncio.wrap_future(future)
+    ended.add_done_callback(mark_retrieved)
+    try:
+        if limit is None:
+            return await ended
+        await asyncio.wait([started, ended], return_when=asyncio.FIRST_COMPLETED)
+        began = started.result() if started.done() else time.monotonic()
+        left = max(limit - (time.monotonic() - began), 0.0)
+        done, _ = await asyncio.wait([ended], timeout=left)
+        if not done:
+            pool.kill(future)
+            raise HandlerTimeoutError(f"job timed out after {limit:g}s; its process was killed")
+        return ended.result()
+    except asyncio.CancelledError:
+        pool.kill(future)
+        raise
+
+
+def _portable(arg: Any) -> Any:
+    """``arg`` as sent to a handler process: a context without its run's controls (an event
+    loop's future cannot cross to another process)."""
+    if isinstance(arg, RunControls) and arg.run_scope is not None:
+        arg = copy.copy(arg)
+        object.__setattr__(arg, "run_scope", None)
+    return arg
+
+
+def _teller(
+    loop: asyncio.AbstractEventLoop, started: asyncio.Future[float]
+) -> Callable[[float], None]:
+    return lambda when: _tell(loop, started, when)
 
 
 async def _outlive(

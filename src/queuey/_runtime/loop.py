@@ -12,7 +12,8 @@ another. A fetcher hands out everything its consumer has buffered without yieldi
 event loop in between.
 
 Plain handlers run in the worker's ``HandlerThreads`` (daemon threads, ``concurrency`` of
-them: never more threads than slots, so a handler never waits for a thread).
+them: never more threads than slots, so a handler never waits for a thread), or, with
+``processes``, in its ``HandlerProcesses`` (as many child processes, which can be killed).
 
 Pause takes effect at once: no handler starts while paused (running ones finish) and the
 consumers are stopped. A delivery a consumer had already handed out is released untouched, so
@@ -38,6 +39,7 @@ from concurrent.futures import Executor
 from datetime import timedelta
 
 from queuey._outcome import describe
+from queuey._runtime.processes import HandlerProcesses
 from queuey._runtime.runner import Process, Ran
 from queuey._runtime.settle import give_up, release
 from queuey._runtime.slots import SlotAware, Slots
@@ -75,6 +77,8 @@ class ConsumeLoop:
             never cancelled and handed back by shutdown); by default none is.
         gate: makes the consumers, over ``backend``'s (the dashboard's ``PauseGate``);
             ``None``: ``backend.consumer``.
+        processes: plain handlers run in ``concurrency`` child processes
+            (``HandlerProcesses``, which can be killed) instead of threads.
 
     Attributes:
         configs: the queues consumed from the next consumer session on.
@@ -92,8 +96,10 @@ class ConsumeLoop:
         thread_name_prefix: str = "queuey-handler",
         in_thread: InThread | None = None,
         gate: ConsumerGate | None = None,
+        processes: bool = False,
     ) -> None:
         self._backend = backend
+        self._processes = processes
         self._gate = gate
         self.configs = list(configs)
         self._bind = bind
@@ -149,7 +155,11 @@ class ConsumeLoop:
         Raises:
             BackendError: a consumer could not go on.
         """
-        executor = HandlerThreads(self._concurrency, self._thread_prefix)
+        executor: Executor = (
+            HandlerProcesses(self._concurrency, self._thread_prefix)
+            if self._processes
+            else HandlerThreads(self._concurrency, self._thread_prefix)
+        )
         try:
             while not self._stop.is_set():
                 if self._paused.is_set():

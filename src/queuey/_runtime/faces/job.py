@@ -31,7 +31,7 @@ from queuey._outcome import (
     decide,
 )
 from queuey._run_scope import RunScope, current_run
-from queuey._runtime.handlers import HandlerEntry, make_entry
+from queuey._runtime.handlers import HandlerEntry, make_entry, portable
 from queuey._runtime.invoke import run_handler, run_returning
 from queuey._runtime.returned import refuse_transaction, result_json, type_name
 from queuey.envelope import Envelope
@@ -82,6 +82,7 @@ class JobFace:
         timeout: the longest a handler may run (``None``: no limit); past it the run fails
             with a retryable ``HandlerTimeoutError``.
         deferrals: the bounds on a handler's ``Defer`` (count and shortest hold).
+        in_processes: plain handlers run in handler processes: each must pickle.
     """
 
     log = logging.getLogger("queuey.worker")
@@ -91,10 +92,12 @@ class JobFace:
         queue_set: type[QueueSet],
         timeout: timedelta | None,
         deferrals: Deferrals = DEFERRALS,
+        in_processes: bool = False,
     ) -> None:
         self._queue_set = queue_set
         self._timeout = timeout
         self.deferrals = deferrals
+        self._in_processes = in_processes
         self._handlers: dict[str, HandlerEntry] = {}
 
     def register(self, job_type: type[Job[Any, Any]], target: object) -> None:
@@ -104,6 +107,7 @@ class JobFace:
             TypeError: ``job_type`` is not a job of the queue set, ``target`` is not callable,
                 or its first parameter is annotated with a class ``job_type`` is not.
             DuplicateHandlerError: ``job_type`` already has a handler.
+            ConfigError: plain handlers run in processes and ``target`` does not pickle.
         """
         queue = (
             job_type.job_queue()
@@ -115,7 +119,10 @@ class JobFace:
         name = job_type.job_name()
         if name in self._handlers:
             raise DuplicateHandlerError(name)
-        self._handlers[name] = make_entry(job_type, target)
+        entry = make_entry(job_type, target)
+        if self._in_processes:
+            portable(entry)
+        self._handlers[name] = entry
 
     def handled(self, queue: str) -> tuple[str, ...]:
         """The names of the job types of ``queue`` (its resolved name) that have a handler
