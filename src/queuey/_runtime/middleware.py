@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 
-from queuey._outcome import Outcome, OutcomeKind
+from queuey._outcome import DeferFor, Outcome, OutcomeKind, RetryAfter
 from queuey._runtime.faces import Face
 from queuey.backends.base import Delivery
 from queuey.envelope import Envelope
@@ -196,19 +197,30 @@ class OutcomeLog(Middleware):
         self._log = face.log
 
     def on_outcome(self, delivery: Delivery, outcome: Outcome) -> None:
-        """Log ``outcome`` if its level is enabled (nothing is built otherwise)."""
+        """Log ``outcome`` if its level is enabled (nothing is built otherwise). A retry or
+        deferral states the delay the backend really holds the job for (a delivery with
+        ``held_for(delay)``, RabbitMQ's, rounds it up to its hold granularity)."""
         level = LEVELS[outcome.kind]
         if self._log.isEnabledFor(level):
             envelope = delivery.envelope
-            message, args = self._face.outcome_message(envelope, outcome)
+            message, args = self._face.outcome_message(envelope, _as_held(delivery, outcome))
             self._log.log(level, message, *args, extra=self._face.fields(envelope))
 
     def on_settle_failure(self, delivery: Delivery, outcome: Outcome, error: Exception) -> None:
         """Log the failure at ERROR, naming the outcome that was not recorded."""
         envelope = delivery.envelope
-        message, args = self._face.outcome_message(envelope, outcome)
+        message, args = self._face.outcome_message(envelope, _as_held(delivery, outcome))
         extra = self._face.fields(envelope)
         self._log.error("could not record the outcome (%s): %s", message % args, error, extra=extra)
+
+
+def _as_held(delivery: Delivery, outcome: Outcome) -> Outcome:
+    """``outcome`` with the delay the backend really holds a retry or deferral for, when its
+    delivery says (``held_for(delay)``: RabbitMQ rounds up to its hold granularity)."""
+    held_for = getattr(delivery, "held_for", None)
+    if held_for is not None and isinstance(outcome, RetryAfter | DeferFor):
+        return replace(outcome, delay=held_for(outcome.delay))
+    return outcome
 
 
 class SettledCallback(Middleware):

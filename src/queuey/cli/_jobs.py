@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from queuey.backends.base import Backend
 from queuey.cli._observe import log_format_option, observe_options, observing
+from queuey.cli._ops import wide_console
 from queuey.cli._processes import processes_option, supervise
 from queuey.cli._root import (
     AMQP_URL,
@@ -109,7 +109,7 @@ def demo(
         table.add_column(column)
     for name, counts in summary.queues.items():
         table.add_row(name, *(str(counts[k]) for k in ("acked", "dead", "pending")))
-    console = Console()
+    console = wide_console()
     console.print(table)
     for dead in summary.dead_letters:
         console.print(

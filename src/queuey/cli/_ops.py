@@ -80,7 +80,7 @@ def _echo_json(document: object) -> None:
     click.echo(json.dumps(document, indent=2, ensure_ascii=False))
 
 
-def _console() -> Console:
+def wide_console() -> Console:
     """A console as wide as the terminal; unbounded when piped, so tables never fold."""
     piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
     return Console(width=_PIPE_WIDTH if piped else None)
@@ -109,7 +109,7 @@ def status_command(database_url: str | None, schema: str, as_json: bool) -> None
     if as_json:
         _echo_json(view.status_json(rows))
     elif rows:
-        _console().print(view.status_table(rows, f"queuey status (schema {schema})"))
+        wide_console().print(view.status_table(rows, f"queuey status (schema {schema})"))
     else:
         click.echo(f"no pending, running or failed rows in schema {schema}")
 
@@ -156,7 +156,7 @@ def failed_list(
     if as_json:
         _echo_json(view.failed_json(rows))
     elif rows:
-        click.echo("\n".join(view.failed_lines(rows)))
+        click.echo("\n".join(view.failed_lines(rows, status)))
     if len(rows) == limit:
         click.echo(f"(the first {limit}; pass --limit for more)", err=True)
     if not rows:
@@ -289,7 +289,7 @@ def _report(
     from queuey.cli._ops_view import confirmations
 
     if touched:
-        for line in confirmations(done, touched):
+        for line in confirmations(done, touched, status):
             click.echo(line)
         return
     _check_queue(admin, queue, schema)

@@ -104,15 +104,16 @@ def failed_json(rows: Sequence[FailedRow]) -> dict[str, Any]:
     }
 
 
-def failed_lines(rows: Sequence[FailedRow]) -> list[str]:
-    """Two lines per failed row, readable at any terminal width: the row (id first, never
-    shortened, as the other commands take it), then its error's first line, indented."""
+def failed_lines(rows: Sequence[FailedRow], status: str = "failed") -> list[str]:
+    """Two lines per row, readable at any terminal width: the row (id first, never shortened,
+    as the other commands take it) and when it ended in ``status`` (``failed`` or
+    ``cancelled``, what the rows are), then its error's first line, indented."""
     lines = []
     for row in rows:
         when = _utc_short(row.processed_at)
         lines.append(
             f"{row.id}  {row.kind} {row.queue}  {row.job_type}  attempts {row.attempts}  "
-            f"failed {when} UTC"
+            f"{status} {when} UTC"
         )
         lines.append(f"    {row.error or '-'}")
     return lines
@@ -154,7 +155,7 @@ def detail_text(row: RowDetail) -> str:
         ("priority", str(row.priority)),
         ("created at", _utc_short(row.created_at) + " UTC"),
         ("available at", _utc_short(row.available_at) + " UTC"),
-        ("failed at", _utc_short(row.processed_at) + " UTC"),
+        (f"{row.status} at", _utc_short(row.processed_at) + " UTC"),
     ]
     if row.published_by:
         fields.append(("published by", row.published_by))
@@ -168,6 +169,7 @@ def _noun(kind: str) -> str:
     return "job(s)" if kind == "job" else "topic message(s)"
 
 
-def confirmations(verb: str, touched: Sequence[Touched]) -> list[str]:
-    """One line per queue acted on: "retried 3 failed job(s) on myapp.emails"."""
-    return [f"{verb} {t.count} failed {_noun(t.kind)} on {t.queue}" for t in touched]
+def confirmations(verb: str, touched: Sequence[Touched], status: str = "failed") -> list[str]:
+    """One line per queue acted on: "retried 3 failed job(s) on myapp.emails" (``status`` is
+    what the rows were: ``failed`` or ``cancelled``)."""
+    return [f"{verb} {t.count} {status} {_noun(t.kind)} on {t.queue}" for t in touched]

@@ -16,9 +16,9 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from queuey.cli._ops import wide_console
 from queuey.cli._root import (
     DATABASE_URL,
     EXIT_NOT_FOUND,
@@ -115,7 +115,7 @@ def list_command(database_url: str | None, schema: str, as_json: bool) -> None:
             row["last_fired"] or "never",
             "yes" if row["paused"] else "no",
         )
-    Console().print(table)
+    wide_console().print(table)
 
 
 def _set_paused(database_url: str | None, schema: str, name: str, paused: bool) -> None:

@@ -68,12 +68,18 @@ def test_cancel_list_retry_and_discard(database_url: str, pg_schema: str) -> Non
     assert [row["id"] for row in _json(failed.output)["failed"]] == [broken]
     shown = cli(database_url, pg_schema, "failed", "show", doomed)
     assert shown.exit_code == 0 and "cancelled" in shown.output
+    assert "cancelled at" in shown.output and "failed" not in shown.output
+    text = cli(database_url, pg_schema, "failed", "list", "--cancelled")
+    rows = [line for line in text.output.splitlines() if not line.startswith(" ")]
+    assert len(rows) == 2 and all(" cancelled 20" in row for row in rows), text.output
+    assert all("failed" not in row for row in rows), text.output
 
     wrong = cli(database_url, pg_schema, "failed", "retry", doomed)
     assert wrong.exit_code == 1 and "is cancelled, not failed" in wrong.output
     assert "pass --cancelled" in wrong.output
     retried = cli(database_url, pg_schema, "failed", "retry", doomed, "--cancelled")
     assert retried.exit_code == 0, retried.output
+    assert retried.output.startswith("retried 1 cancelled job(s) on "), retried.output
     discarded = cli(database_url, pg_schema, "failed", "discard", "--all", "--cancelled")
     assert discarded.exit_code == 0, discarded.output
     assert cli(database_url, pg_schema, "failed", "list", "--cancelled").exit_code == 1

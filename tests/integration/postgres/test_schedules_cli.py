@@ -47,6 +47,9 @@ async def test_list_pause_resume(database_url: str, pg_schema: str) -> None:
         assert datetime.fromisoformat(rows["tick"]["next_slot"]).second % 10 == 0
         table = await invoke("schedules", "list", "--schema", pg_schema, url=database_url)
         assert "nightly" in table.output and "every 10s" in table.output
+        (nightly,) = [line for line in table.output.splitlines() if "nightly" in line]
+        assert "2024-05-01T01:00:00+00:00" in nightly, table.output  # not cut at 80 columns
+        assert rows["nightly"]["next_slot"] in nightly, table.output
         resumed = await invoke(
             "schedules", "resume", "nightly", "--schema", pg_schema, url=database_url
         )

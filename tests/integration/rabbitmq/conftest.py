@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import aio_pika
 import pytest
@@ -38,16 +39,34 @@ async def _rabbitmqctl(*args: str, timeout: float = 30) -> str:
     return out.decode()
 
 
+def vhost_of(url: str) -> str:
+    """The virtual host an AMQP URL names (``/`` when it names none), as ``rabbitmqctl -p``
+    takes it."""
+    path = urlsplit(url).path
+    return unquote(path[1:]) if len(path) > 1 else "/"
+
+
+_PER_VHOST = frozenset({"list_queues", "list_exchanges", "list_bindings", "list_consumers"})
+
+
 @pytest.fixture
-def ctl() -> Ctl:
-    """Run ``rabbitmqctl`` with the given arguments; returns its standard output."""
-    return _rabbitmqctl
+def ctl(amqp_url: str) -> Ctl:
+    """Run ``rabbitmqctl`` with the given arguments; returns its standard output. A command
+    that lists one virtual host's objects reads the test URL's (``-p``) unless told another."""
+    vhost = vhost_of(amqp_url)
+
+    async def run(*args: str, timeout: float = 30) -> str:
+        if args and args[0] in _PER_VHOST and "-p" not in args:
+            args = (args[0], "-p", vhost, *args[1:])
+        return await _rabbitmqctl(*args, timeout=timeout)
+
+    return run
 
 
 @pytest.fixture
 def list_queues(ctl: Ctl) -> Callable[[str], Awaitable[dict[str, QueueInfo]]]:
-    """Queues whose name starts with a prefix, read back from the broker:
-    ``{name: {"durable": bool, "arguments": {key: value}}}``."""
+    """Queues whose name starts with a prefix, read back from the broker, in the test URL's
+    virtual host: ``{name: {"durable": bool, "arguments": {key: value}}}``."""
 
     async def read(prefix: str) -> dict[str, QueueInfo]:
         out = await ctl("list_queues", "name", "durable", "arguments", "--formatter", "json", "-q")

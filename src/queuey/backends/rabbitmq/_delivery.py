@@ -89,6 +89,11 @@ class RabbitMqDelivery:
         """Always false: RabbitMQ has no leases (a lost channel redelivers the message)."""
         return False
 
+    def held_for(self, delay: timedelta) -> timedelta:
+        """How long a retry or deferral after ``delay`` is really held: rounded up to the
+        backend's hold granularity (what the outcome log reports)."""
+        return self._origin.router.held_for(delay)
+
     def transaction(self) -> AbstractAsyncContextManager[Any]:
         """Raises:
         NotSupportedError: always; RabbitMQ has no database transaction.

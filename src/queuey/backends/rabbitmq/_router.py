@@ -171,6 +171,13 @@ class Router:
         name = hold_name(base, ttl)
         return name, Hold(name, base, ttl, config.durable)
 
+    def held_for(self, delay: timedelta) -> timedelta:
+        """How long a message published with ``delay`` is really held: ``delay`` rounded up
+        to the hold granularity (zero stays zero)."""
+        if delay <= timedelta(0):
+            return timedelta(0)
+        return timedelta(milliseconds=hold_ttl_ms(delay, self._granularity))
+
     def deadline(self) -> float:
         """The deadline of a publish path starting now (see ``Link.deadline``)."""
         return self._link.deadline()
