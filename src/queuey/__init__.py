@@ -14,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from queuey.attempts import AttemptError
     from queuey.backends.base import (
         Backend,
         CancelResult,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _WHERE: dict[str, str] = {
+    "AttemptError": "queuey.attempts",
     "Backend": "queuey.backends.base",
     "BackendError": "queuey.errors",
     "BackendUnavailableError": "queuey.errors",
@@ -108,6 +110,7 @@ _WHERE: dict[str, str] = {
 
 
 __all__ = [
+    "AttemptError",
     "Backend",
     "BackendError",
     "BackendUnavailableError",

@@ -44,6 +44,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "_run_scope",
             "_extras",
             "_registration",
+            "attempts",
         ),
         (),
     ),

@@ -16,6 +16,7 @@ SRC = Path(queuey.__file__).resolve().parent.parent
 
 BELOW_BACKENDS = frozenset(
     {
+        "queuey.attempts",
         "queuey.envelope",
         "queuey.errors",
         "queuey.queues",

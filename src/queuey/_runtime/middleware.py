@@ -30,7 +30,7 @@ from queuey._outcome import DeferFor, Outcome, OutcomeKind, RetryAfter
 from queuey._runtime.faces import Face
 from queuey.backends.base import Delivery
 from queuey.envelope import Envelope
-from queuey.errors import ConfigError
+from queuey.errors import ConfigError, HandlerSignal
 
 __all__ = [
     "LEVELS",
@@ -199,12 +199,16 @@ class OutcomeLog(Middleware):
     def on_outcome(self, delivery: Delivery, outcome: Outcome) -> None:
         """Log ``outcome`` if its level is enabled (nothing is built otherwise). A retry or
         deferral states the delay the backend really holds the job for (a delivery with
-        ``held_for(delay)``, RabbitMQ's, rounds it up to its hold granularity)."""
+        ``held_for(delay)``, RabbitMQ's, rounds it up to its hold granularity). The handler's
+        exception goes with it, traceback included (``exc_info``), when it raised one other
+        than queuey's own signals (``Retry``, ``Fatal``, whose message says it all)."""
         level = LEVELS[outcome.kind]
         if self._log.isEnabledFor(level):
             envelope = delivery.envelope
             message, args = self._face.outcome_message(envelope, _as_held(delivery, outcome))
-            self._log.log(level, message, *args, extra=self._face.fields(envelope))
+            raised = getattr(outcome, "exception", None)
+            shown = None if isinstance(raised, HandlerSignal) else raised
+            self._log.log(level, message, *args, exc_info=shown, extra=self._face.fields(envelope))
 
     def on_settle_failure(self, delivery: Delivery, outcome: Outcome, error: Exception) -> None:
         """Log the failure at ERROR, naming the outcome that was not recorded."""

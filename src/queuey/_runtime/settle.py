@@ -24,6 +24,7 @@ from queuey._outcome import (
     RetryAfter,
     clean_text,
 )
+from queuey.attempts import AttemptError
 from queuey.backends.base import Delivery
 
 __all__ = ["give_up", "refused", "release", "settle", "stopped", "unrecordable"]
@@ -33,7 +34,8 @@ log = logging.getLogger("queuey.worker")
 
 async def settle(delivery: Delivery, outcome: Outcome) -> None:
     """Record ``outcome`` for ``delivery`` (ack, retry, defer, dead letter, record a cancelled
-    one, or free one whose lease was lost).
+    one, or free one whose lease was lost); a retry and a dead letter add the run's
+    ``AttemptError`` to the job's history.
 
     Raises:
         BackendError: the backend could not record it (the delivery comes again later).
@@ -44,12 +46,14 @@ async def settle(delivery: Delivery, outcome: Outcome) -> None:
             await delivery.ack()
         case Ack(result=result):
             await delivery.ack(result)
-        case RetryAfter(envelope=envelope, delay=delay, error=error):
-            await delivery.retry(envelope, delay, error)
+        case RetryAfter(envelope=envelope, delay=delay, error=error, exception=exception):
+            failure = AttemptError.of(delivery.envelope.attempt, exception, error)
+            await delivery.retry(envelope, delay, error, failure)
         case DeferFor(envelope=envelope, delay=delay):
             await delivery.defer(envelope, delay)
-        case DeadLetter(reason=reason):
-            await delivery.dead_letter(reason)
+        case DeadLetter(reason=reason, exception=exception):
+            failure = AttemptError.of(delivery.envelope.attempt, exception, reason)
+            await delivery.dead_letter(reason, failure)
         case Cancelled() | LeaseLost():
             await delivery.cancelled()
 

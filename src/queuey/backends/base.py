@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from queuey.attempts import AttemptError
 from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
 from queuey.schedule import ScheduleRecord
@@ -150,6 +151,8 @@ class JobInfo:
         payload: the job's fields (decoded JSON).
         result: a done job's stored result (decoded JSON; ``None`` when none was stored).
         progress: the last progress its handler reported (``None`` when none).
+        errors: every failed attempt's ``AttemptError``, oldest first (the latest
+            ``MAX_ATTEMPT_ERRORS`` of them); empty when no run failed.
     """
 
     id: str
@@ -166,6 +169,7 @@ class JobInfo:
     payload: Any
     result: Any = None
     progress: Progress | None = None
+    errors: tuple[AttemptError, ...] = ()
 
 
 @runtime_checkable
@@ -212,10 +216,18 @@ class Delivery(Protocol):
         (stored with the completion; a backend without per-job state drops it)."""
         ...
 
-    async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
+    async def retry(
+        self,
+        envelope: Envelope,
+        delay: timedelta,
+        error: str,
+        failure: AttemptError | None = None,
+    ) -> None:
         """Replace this delivery by ``envelope`` (the next attempt), deliverable after ``delay``.
 
-        ``error`` is the failure text kept for operators.
+        ``error`` is the failure text kept for operators; ``failure``, the failed attempt's
+        record, is added to the job's history by a backend that keeps one (stamped with the
+        backend's time and the worker).
         """
         ...
 
@@ -223,8 +235,9 @@ class Delivery(Protocol):
         """Replace this delivery by ``envelope`` held for ``delay`` (no attempt spent)."""
         ...
 
-    async def dead_letter(self, reason: str) -> None:
-        """Move this delivery to the dead letters with ``reason``."""
+    async def dead_letter(self, reason: str, failure: AttemptError | None = None) -> None:
+        """Move this delivery to the dead letters with ``reason`` (``failure``: as for
+        ``retry``)."""
         ...
 
     async def release(self) -> None:

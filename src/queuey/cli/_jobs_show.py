@@ -1,6 +1,7 @@
 """``queuey jobs show ID``: where one job is, whatever its state (pending, scheduled, running,
-done or failed), by the id ``enqueue`` returned: its state, attempts, due time, last error and
-payload, as text or JSON. Times are shown in UTC."""
+done or failed), by the id ``enqueue`` returned: its state, attempts, due time, last error,
+every failed attempt's error (type, message, traceback, time, worker) and payload, as text or
+JSON. Times are shown in UTC."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import click
 
 from queuey.backends.base import JobInfo
+from queuey.cli._attempts_view import errors_json, errors_text
 from queuey.cli._jobs_group import jobs
 from queuey.cli._ops import _JSON, _admin, _echo_json, _operate
 from queuey.cli._ops_view import format_age
@@ -34,6 +36,7 @@ def job_json(job: JobInfo) -> dict[str, Any]:
         "priority": job.priority,
         "due_at": job.due_at.astimezone(UTC).isoformat(),
         "last_error": job.last_error,
+        "errors": errors_json(job.errors),
         "payload": job.payload,
     }
 
@@ -49,7 +52,8 @@ def _state(job: JobInfo, now: datetime) -> str:
 
 
 def job_text(job: JobInfo, now: datetime | None = None) -> str:
-    """Labelled fields, then the payload as indented JSON, then the last error in full."""
+    """Labelled fields, then the payload as indented JSON, the last error in full, and each
+    failed attempt's error with its traceback."""
     fields = [
         ("id", job.id),
         ("kind", job.kind),
@@ -64,7 +68,7 @@ def job_text(job: JobInfo, now: datetime | None = None) -> str:
     ]
     lines = [f"{label:<13} {value}" for label, value in fields]
     lines += ["", "payload:", json.dumps(job.payload, indent=2, ensure_ascii=False)]
-    lines += ["", "last error:", job.last_error or "-"]
+    lines += ["", "last error:", job.last_error or "-", "", *errors_text(job.errors)]
     return "\n".join(lines)
 
 
@@ -75,7 +79,8 @@ def job_text(job: JobInfo, now: datetime | None = None) -> str:
 @_JSON
 def show(job_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool) -> None:
     """One job (or topic message) by ID, whatever its state: pending (due now or scheduled),
-    running, done or failed, with its attempts, due time, last error and payload. Exits 1
+    running, done or failed, with its attempts, due time, last error, every failed attempt's
+    error (type, message, traceback, time, worker; the latest 10) and payload. Exits 1
     when there is no such job (done jobs are deleted after the backend's `retain`, 24 h by
     default).
 
@@ -84,7 +89,10 @@ def show(job_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool
       {"id": str, "kind": "job" | "topic", "queue": str, "job_type": str,
        "state": "pending" | "running" | "done" | "failed" | "cancelled", "attempts": int,
        "redeliveries": int, "deferrals": int, "priority": int,
-       "due_at": ISO 8601 str (UTC), "last_error": str | null, "payload": any}
+       "due_at": ISO 8601 str (UTC), "last_error": str | null,
+       "errors": [{"attempt": int, "type": str | null, "message": str,
+                   "traceback": str | null, "at": ISO 8601 str, "worker": str}],
+       "payload": any}
     where due_at is when a pending job may run next (later than now: scheduled).
     """
     admin = _admin(database_url, schema)

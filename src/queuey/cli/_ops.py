@@ -170,12 +170,14 @@ def failed_list(
 @SCHEMA
 @_JSON
 def failed_show(row_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool) -> None:
-    """One failed (or cancelled) row: payload, attempts, redeliveries, timestamps and the last
-    error in full. Exits 1 when there is no such row or it is neither.
+    """One failed (or cancelled) row: payload, attempts, redeliveries, timestamps, the last
+    error in full and every failed attempt's error (type, message, traceback, time, worker;
+    the latest 10). Exits 1 when there is no such row or it is neither.
 
     \b
     --json prints every field: id, kind, queue, job_type, status, priority, attempts,
     redeliveries, deferrals, payload, headers, published_by, error (full text or null),
+    errors (a list of {attempt, type, message, traceback, at, worker}, oldest first),
     created_at, available_at, processed_at (ISO 8601 or null).
     """
     from queuey.cli import _ops_view as view

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from queuey.backends.postgres._admin import FailedRow, QueueStatus, RowDetail, Touched
+from queuey.cli._attempts_view import errors_json, errors_text
 
 __all__ = [
     "confirmations",
@@ -135,6 +136,7 @@ def detail_json(row: RowDetail) -> dict[str, Any]:
         "headers": row.headers,
         "published_by": row.published_by,
         "error": row.error,
+        "errors": errors_json(row.errors),
         "created_at": _utc(row.created_at),
         "available_at": _utc(row.available_at),
         "processed_at": _utc(row.processed_at),
@@ -161,7 +163,7 @@ def detail_text(row: RowDetail) -> str:
         fields.append(("published by", row.published_by))
     lines = [f"{label:<13} {value}" for label, value in fields]
     lines += ["", "payload:", json.dumps(row.payload, indent=2, ensure_ascii=False)]
-    lines += ["", "last error:", row.error or "-"]
+    lines += ["", "last error:", row.error or "-", "", *errors_text(row.errors)]
     return "\n".join(lines)
 
 

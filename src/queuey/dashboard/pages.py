@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from queuey.attempts import MAX_ATTEMPT_ERRORS
 from queuey.backends.postgres._dashboard import PgDashboardStore
 from queuey.backends.postgres._dashboard_rows import STATUSES, JobFilter, TopicRow
 from queuey.dashboard.chart import throughput_svg
@@ -135,6 +136,7 @@ class Pages:
             payload=pretty_json(detail.payload),
             headers=pretty_json(detail.headers),
             fan_out=await self.store.fan_out(detail),
+            max_attempt_errors=MAX_ATTEMPT_ERRORS,
         )
 
     async def topics(self, request: Request) -> Response:

@@ -65,14 +65,21 @@ class TopicRetry:
         return timedelta(seconds=self.config.retry_delay_secs(failed_attempt))
 
 
-def decide(envelope: Envelope, error: str | None, retry: TopicRetry) -> Outcome:
+def decide(
+    envelope: Envelope,
+    error: str | None,
+    retry: TopicRetry,
+    exception: BaseException | None = None,
+) -> Outcome:
     """Map a run's ending to an outcome.
 
     Args:
         envelope: the delivered message (``attempt`` is the 1-based run number).
         error: ``None`` on success, else the failure text.
         retry: the app's schedule (``max_attempts`` and the backoff).
+        exception: what the function raised, if it raised (kept on the outcome: its type and
+            traceback go to the message's attempt errors and the log).
     """
     if error is None:
         return Ack()
-    return after_failure(envelope, clean_text(error), retry)
+    return after_failure(envelope, clean_text(error), retry, exception=exception)

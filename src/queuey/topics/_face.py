@@ -65,25 +65,28 @@ class TopicFace:
 
     async def run(self, envelope: Envelope, queue: QueueConfig, executor: Executor) -> Outcome:
         """Call the message's function and decide (see ``Face.run``)."""
-        return decide(envelope, await self._call(envelope, executor), self._retry)
+        failure = await self._call(envelope, executor)
+        if isinstance(failure, BaseException):
+            return decide(envelope, error_text(failure), self._retry, failure)
+        return decide(envelope, failure, self._retry)
 
     def failed(self, envelope: Envelope, queue: QueueConfig, error: BaseException) -> Outcome:
         """``error`` decided like a function's failure."""
-        return decide(envelope, error_text(error), self._retry)
+        return decide(envelope, error_text(error), self._retry, error)
 
-    async def _call(self, envelope: Envelope, executor: Executor) -> str | None:
-        """Run the message's function; ``None`` on success, else the failure text."""
+    async def _call(self, envelope: Envelope, executor: Executor) -> BaseException | str | None:
+        """Run the message's function; ``None`` on success, else what it raised (or why it
+        could not run)."""
         function = self._functions.get(envelope.job_type)
         if function is None:
             return not_loaded(envelope.job_type, envelope.queue)
         try:
             arguments = function.arguments(envelope.payload, message_context(envelope))
         except Exception as exc:
-            return error_text(exc)
-        error = await run_handler(
+            return exc
+        return await run_handler(
             function.call, arguments, is_async=function.is_async, executor=executor
         )
-        return None if error is None else error_text(error)
 
     def fields(self, envelope: Envelope) -> dict[str, Any]:
         """``topic``, ``subscriber``, ``message_id`` and ``attempts``."""

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -272,6 +272,9 @@ async def test_failed_show_prints_payload_attempts_and_the_whole_error(land: Lan
     assert '"to": "bad1@example.com"' in text
     assert "attempts      1" in text and "redeliveries  0" in text
     assert "is not a mailbox [red]here[/red]\nsecond line of the error" in text
+    assert "attempt errors (1, oldest first; the latest 10 kept):" in text
+    assert "    queuey.errors.Fatal: bad1@example.com is not a mailbox" in text
+    assert "      Traceback (most recent call last):" in text and "in send" in text
 
 
 async def test_failed_show_json(land: Land) -> None:
@@ -282,6 +285,13 @@ async def test_failed_show_json(land: Land) -> None:
     assert (row["status"], row["attempts"], row["redeliveries"]) == ("failed", 1, 0)
     assert row["error"] == "fatal error: no data for 2024-05"
     assert row["processed_at"] and row["created_at"] and row["available_at"]
+    (error,) = row["errors"]
+    assert (error["attempt"], error["type"], error["message"]) == (
+        1, "queuey.errors.Fatal", "no data for 2024-05"
+    )  # fmt: skip
+    assert error["traceback"].endswith("queuey.errors.Fatal: no data for 2024-05")
+    assert datetime.fromisoformat(error["at"]) <= datetime.now(UTC)
+    assert error["worker"] == land.worker.backend.owner  # type: ignore[attr-defined]
 
 
 async def test_failed_show_unknown_or_not_failed_exits_1(land: Land) -> None:

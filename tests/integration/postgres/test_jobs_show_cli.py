@@ -44,7 +44,7 @@ async def test_jobs_show_a_failed_job_in_full(land: Land) -> None:
         lines[9],
     ]
     assert lines[9].startswith("due at        ") and lines[9].endswith(" UTC")
-    assert lines[10:] == [
+    assert lines[10:21] == [
         "",
         "payload:",
         "{",
@@ -54,6 +54,19 @@ async def test_jobs_show_a_failed_job_in_full(land: Land) -> None:
         "last error:",
         "fatal error: bad1@example.com is not a mailbox [red]here[/red]",
         "second line of the error",
+        "",
+        "attempt errors (1, oldest first; the latest 10 kept):",
+    ]
+    assert lines[21].startswith("  attempt 1 at 20") and " UTC on " in lines[21]
+    assert lines[22:24] == [
+        "    queuey.errors.Fatal: bad1@example.com is not a mailbox [red]here[/red]",
+        "    second line of the error",
+    ]
+    assert lines[24] == "      Traceback (most recent call last):"
+    assert "in send" in result.stdout  # the handler's frame
+    assert lines[-2:] == [
+        "      queuey.errors.Fatal: bad1@example.com is not a mailbox [red]here[/red]",
+        "      second line of the error",
     ]
 
 
@@ -89,6 +102,7 @@ async def test_jobs_show_json(land: Land) -> None:
         "deferrals": 0,
         "priority": 0,
         "last_error": None,
+        "errors": [],
         "payload": {"size": 128},
     }
     assert due_at.utcoffset() == timedelta(0)

@@ -66,13 +66,15 @@ class FakeDelivery:
     async def ack(self, result: str | None = None) -> None:
         self._settle("ack")
 
-    async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
+    async def retry(
+        self, envelope: Envelope, delay: timedelta, error: str, failure: object = None
+    ) -> None:
         self._settle("retry")
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         self._settle("defer")
 
-    async def dead_letter(self, reason: str) -> None:
+    async def dead_letter(self, reason: str, failure: object = None) -> None:
         self._settle(f"dead_letter: {reason}")
 
     async def release(self) -> None:

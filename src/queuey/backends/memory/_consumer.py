@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any, Protocol
 
+from queuey.attempts import AttemptError
 from queuey.backends.base import Delivery
 from queuey.backends.memory._store import QueueState, Store, now
 from queuey.envelope import Envelope
@@ -102,15 +103,21 @@ class MemoryDelivery:
         """Free the delivery of a job cancelled while it ran (it is in ``cancelled(q)``)."""
         self._settle(cancelling=True)
 
-    async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
+    async def retry(
+        self,
+        envelope: Envelope,
+        delay: timedelta,
+        error: str,
+        failure: AttemptError | None = None,
+    ) -> None:
         """Replace this delivery by ``envelope``, deliverable after ``delay``; ``error`` is kept
-        as the job's last error."""
+        as the job's last error, ``failure`` added to its attempt errors."""
         self._store.check_open()
         self._settle()
         self._store.publish([envelope], delay)
         self._queue.acked.append(self._envelope)
         self._store.keys.moved(envelope.job_id, "pending")
-        self._store.track(envelope, "pending", ran=False, error=error)
+        self._store.track(envelope, "pending", ran=False, error=error, failure=failure)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Replace this delivery by ``envelope``, held for ``delay``."""
@@ -120,13 +127,14 @@ class MemoryDelivery:
         self._queue.acked.append(self._envelope)
         self._store.keys.moved(envelope.job_id, "pending")
 
-    async def dead_letter(self, reason: str) -> None:
-        """Move the envelope to the dead letters with ``reason``."""
+    async def dead_letter(self, reason: str, failure: AttemptError | None = None) -> None:
+        """Move the envelope to the dead letters with ``reason`` (``failure``: as for
+        ``retry``)."""
         self._store.check_open()
         self._settle()
         self._queue.dead.append((self._envelope, reason))
         self._store.keys.moved(self._envelope.job_id, "failed")
-        self._store.track(self._envelope, "failed", ran=True, error=reason)
+        self._store.track(self._envelope, "failed", ran=True, error=reason, failure=failure)
 
     async def release(self) -> None:
         """Put the envelope back in its queue untouched."""

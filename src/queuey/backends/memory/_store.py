@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from queuey.attempts import MAX_ATTEMPT_ERRORS, AttemptError
 from queuey.backends._runs import OpenRuns
 from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, Progress, QueueDepth
 from queuey.backends.memory._ends import TERMINAL, Ends
@@ -45,6 +48,10 @@ class Pending:
     expires_at: float | None
 
 
+WORKER = f"{socket.gethostname()}:{os.getpid()}"
+"""The worker named in the attempt errors this process records."""
+
+
 @dataclass
 class JobRecord:
     """The latest state of one job: its envelope, where it is, runs started, when it is or was
@@ -57,6 +64,7 @@ class JobRecord:
     last_error: str | None = None
     result: str | None = None
     progress: Progress | None = None
+    errors: tuple[AttemptError, ...] = ()
 
     def end(self) -> JobEnd | None:
         """How the job ended (``None`` while it has not)."""
@@ -83,6 +91,7 @@ class JobRecord:
             payload=envelope.payload,
             result=None if self.result is None else json.loads(self.result),
             progress=self.progress,
+            errors=self.errors,
         )
 
 
@@ -147,18 +156,25 @@ class Store:
         due: float | None = None,
         error: str = "",
         result: str | None = None,
+        failure: AttemptError | None = None,
     ) -> None:
         """Record that ``envelope``'s job is now in ``state``: ``ran`` says whether its attempt
         was started (else it counts one run fewer), ``due`` is when it is due (loop time; by
         default as before, or now), ``error`` its last error unless empty (else as before),
-        ``result`` its result (a success's JSON text); its progress is kept. Wakes the callers
-        waiting for it to end, when it did."""
+        ``result`` its result (a success's JSON text), ``failure`` added to its attempt errors
+        (stamped with the store's wall clock and this process; the latest
+        ``MAX_ATTEMPT_ERRORS`` kept); its progress is kept. Wakes the callers waiting for it to
+        end, when it did."""
         old = self.jobs.get(envelope.job_id)
         when = due if due is not None else (old.due if old is not None else now())
         last = error or (old.last_error if old is not None else None)
+        errors = () if old is None else old.errors
+        if failure is not None:
+            at = datetime.fromtimestamp(self.clock.epoch(), UTC)
+            errors = (*errors, failure.stamped(at, WORKER))[-MAX_ATTEMPT_ERRORS:]
         attempts = envelope.attempt if ran else envelope.attempt - 1
         progress = None if old is None else old.progress
-        record = JobRecord(envelope, state, attempts, when, last, result, progress)
+        record = JobRecord(envelope, state, attempts, when, last, result, progress, errors)
         self.jobs[envelope.job_id] = record
         if envelope.job_id in self.ends and state in TERMINAL:
             self.ends.ended(envelope.job_id, JobEnd(state, last, result))

@@ -119,6 +119,7 @@ class Completer:
         delay: float,
         ttl: float | None,
         error: str | None,
+        failure: str | None = None,
     ) -> None:
         """Record a retry or deferral (``Store.reschedule``)."""
         await self._settle(
@@ -132,12 +133,17 @@ class Completer:
                 delay=delay,
                 ttl=ttl,
                 error=error,
+                failure=failure,
             ),
         )
 
-    async def dead_letter(self, row_id: str, attempts: int, reason: str) -> None:
-        """Record a dead letter with ``reason``."""
-        await self._settle(row_id, lambda: self._store.dead_letter(row_id, attempts, reason))
+    async def dead_letter(
+        self, row_id: str, attempts: int, reason: str, failure: str | None = None
+    ) -> None:
+        """Record a dead letter with ``reason`` (``failure``: the attempt error, JSON text)."""
+        await self._settle(
+            row_id, lambda: self._store.dead_letter(row_id, attempts, reason, failure)
+        )
 
     async def finish_cancel(self, row_id: str, attempts: int) -> None:
         """Record the row cancelled: its run, whose cancel was asked for, has ended."""

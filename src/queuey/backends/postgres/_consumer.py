@@ -24,6 +24,7 @@ A consumer depends on the store, the completer, the waker and the outage record 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
+from queuey.attempts import AttemptError
 from queuey.backends.postgres._acks import LostClaimError, lost_claim
 from queuey.backends.postgres._cancel import Cancellations
 from queuey.backends.postgres._complete import Completer
@@ -239,13 +241,25 @@ class PgDelivery:
                 "after it is not recorded"
             )
 
-    async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
-        await self._reschedule(envelope, delay, error)
+    async def retry(
+        self,
+        envelope: Envelope,
+        delay: timedelta,
+        error: str,
+        failure: AttemptError | None = None,
+    ) -> None:
+        await self._reschedule(envelope, delay, error, failure)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         await self._reschedule(envelope, delay, None)
 
-    async def _reschedule(self, envelope: Envelope, delay: timedelta, error: str | None) -> None:
+    async def _reschedule(
+        self,
+        envelope: Envelope,
+        delay: timedelta,
+        error: str | None,
+        failure: AttemptError | None = None,
+    ) -> None:
         self._check_not_completed()
         self._begin()
         seconds = delay.total_seconds()
@@ -261,19 +275,23 @@ class PgDelivery:
                     delay=seconds,
                     ttl=consumer.ttl,
                     error=None if error is None else storable(error),
+                    failure=failure_json(failure),
                 )
             )
         finally:
             self._done()
         consumer.wake_after(seconds)
 
-    async def dead_letter(self, reason: str) -> None:
+    async def dead_letter(self, reason: str, failure: AttemptError | None = None) -> None:
         self._check_not_completed()
         self._begin()
         try:
             await self._fenced(
                 self._consumer.completer.dead_letter(
-                    self.row_id, self._claim.envelope.attempt, storable(reason)
+                    self.row_id,
+                    self._claim.envelope.attempt,
+                    storable(reason),
+                    failure_json(failure),
                 )
             )
         finally:
@@ -287,6 +305,11 @@ class PgDelivery:
         finally:
             self._done()
         self._consumer.poke()
+
+
+def failure_json(failure: AttemptError | None) -> str | None:
+    """``failure`` as the JSON text a settle statement stamps and stores (``None``: none)."""
+    return None if failure is None else json.dumps(failure.to_json(), ensure_ascii=False)
 
 
 def storable(text: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
@@ -36,6 +37,7 @@ from queuey.backends.postgres._dashboard_rows import (
     TopicRow,
 )
 from queuey.backends.postgres._errors import database_errors
+from queuey.backends.postgres._rows import attempt_errors
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
 from queuey.secrets import remember
@@ -214,7 +216,7 @@ class PgDashboardStore:
     async def job(self, job_id: str) -> JobDetail | None:
         """One row by id (a UUID string), ``None`` when there is no such row."""
         rows = await self._rows("job", {"id": job_id}, JobDetail)
-        return rows[0] if rows else None
+        return replace(rows[0], errors=attempt_errors(rows[0].errors)) if rows else None
 
     async def fan_out(self, detail: JobDetail) -> list[FanOutRow]:
         """The rows of ``detail``'s publication, one per subscriber ([] for a typed job)."""

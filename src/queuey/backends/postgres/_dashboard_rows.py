@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from queuey.attempts import AttemptError
+
 __all__ = [
     "AuditEntry",
     "FanOutRow",
@@ -150,7 +152,8 @@ class JobPage:
 
 @dataclass(frozen=True)
 class JobDetail:
-    """Everything about one row. ``payload`` and ``headers`` are the stored JSON text."""
+    """Everything about one row. ``payload`` and ``headers`` are the stored JSON text;
+    ``errors`` every failed attempt's error, oldest first."""
 
     id: str
     seq: int
@@ -174,6 +177,7 @@ class JobDetail:
     lease_until: datetime | None
     processed_at: datetime | None
     error: str | None
+    errors: tuple[AttemptError, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 from psycopg.rows import AsyncRowFactory, RowMaker, no_result
 from pydantic_core import from_json
 
-from queuey.backends.base import QueueDepth
+from queuey.attempts import AttemptError
+from queuey.backends.base import JobInfo, Progress, QueueDepth
 from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
 
@@ -37,7 +38,10 @@ __all__ = [
     "Reclaimed",
     "RowDetail",
     "Touched",
+    "attempt_errors",
     "claim_rows",
+    "job_info",
+    "with_errors",
 ]
 
 PUBLISHED_BY = "published_by"
@@ -186,6 +190,7 @@ class RowDetail:
         headers: the envelope's headers (decoded JSON).
         published_by: who published a topic message ("" when unknown).
         error: the last error in full (``None`` when none).
+        errors: every failed attempt's error, oldest first (``JobInfo.errors``).
         created_at, available_at, processed_at: aware datetimes (``processed_at`` may be
             ``None``).
     """
@@ -206,6 +211,7 @@ class RowDetail:
     created_at: datetime
     available_at: datetime
     processed_at: datetime | None
+    errors: tuple[AttemptError, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -309,3 +315,23 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[ClaimRow]:
         return make
 
     return factory
+
+
+def attempt_errors(stored: Any) -> tuple[AttemptError, ...]:
+    """The ``errors`` column (a JSON array, decoded) as ``AttemptError`` records."""
+    if not isinstance(stored, list):
+        return ()
+    return tuple(AttemptError.from_json(item) for item in stored)
+
+
+def job_info(row: JobInfo) -> JobInfo:
+    """A ``job_info`` row finished: its due time in UTC, its progress and errors decoded."""
+    stored: Any = row.progress  # the jsonb column, read as a dict
+    progress = None if stored is None else Progress(**stored)
+    due_at = row.due_at.astimezone(UTC)
+    return replace(row, due_at=due_at, progress=progress, errors=attempt_errors(row.errors))
+
+
+def with_errors(row: RowDetail) -> RowDetail:
+    """An ``ops_show`` row with its errors decoded."""
+    return replace(row, errors=attempt_errors(row.errors))

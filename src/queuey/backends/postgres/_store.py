@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from operator import attrgetter
 from typing import Any, Literal, TypeVar
 
@@ -25,7 +24,8 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.rows import AsyncRowFactory, class_row, scalar_row, tuple_row
 
-from queuey.backends.base import JobInfo, Progress
+from queuey.attempts import MAX_ATTEMPT_ERRORS
+from queuey.backends.base import JobInfo
 from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
 from queuey.backends.postgres._errors import (
     DatabaseUnavailableError,
@@ -45,6 +45,8 @@ from queuey.backends.postgres._rows import (
     RowDetail,
     Touched,
     claim_rows,
+    job_info,
+    with_errors,
 )
 from queuey.backends.postgres._sql import Migration, Statements, latest_version, migrations
 from queuey.envelope import Kind
@@ -370,9 +372,11 @@ class Store:
         delay: float,
         ttl: float | None,
         error: str | None,
+        failure: str | None = None,
     ) -> bool:
         """``reschedule`` (a retry or deferral): pending again after ``delay`` seconds with these
-        counts, expiring ``ttl`` seconds after that, ``error`` kept unless ``None``."""
+        counts, expiring ``ttl`` seconds after that, ``error`` kept unless ``None``, ``failure``
+        (an attempt error as JSON text) added to the row's errors unless ``None``."""
         changes = {
             "next_attempts": next_attempts,
             "deferrals": deferrals,
@@ -380,12 +384,18 @@ class Store:
             "delay": delay,
             "ttl": ttl,
             "error": error,
+            "failure": failure,
+            "keep_errors": MAX_ATTEMPT_ERRORS,
         }
         return await self._fenced("reschedule", row_id, attempts, changes)
 
-    async def dead_letter(self, row_id: str, attempts: int, reason: str) -> bool:
-        """``dead_letter``: failed for good with ``reason``."""
-        return await self._fenced("dead_letter", row_id, attempts, {"reason": reason})
+    async def dead_letter(
+        self, row_id: str, attempts: int, reason: str, failure: str | None = None
+    ) -> bool:
+        """``dead_letter``: failed for good with ``reason`` (``failure``: as for
+        ``reschedule``)."""
+        params = {"reason": reason, "failure": failure, "keep_errors": MAX_ATTEMPT_ERRORS}
+        return await self._fenced("dead_letter", row_id, attempts, params)
 
     async def finish_cancel(self, row_id: str, attempts: int) -> bool:
         """``finish_cancel``: the run whose cancel was asked for has ended; the row is
@@ -583,17 +593,12 @@ class Store:
     async def ops_show(self, row_id: str) -> RowDetail | None:
         """``ops_show``: one row by id, whatever its status."""
         rows = await self._fetch("ops_show", {"id": row_id}, class_row(RowDetail))
-        return rows[0] if rows else None
+        return with_errors(rows[0]) if rows else None
 
     async def job_info(self, job_id: str) -> JobInfo | None:
         """``job_info``: one job by id (a UUID string), whatever its status; due time in UTC."""
         rows = await self._fetch("job_info", {"id": job_id}, class_row(JobInfo))
-        if not rows:
-            return None
-        found = rows[0]
-        stored: Any = found.progress  # the jsonb column, read as a dict
-        progress = None if stored is None else Progress(**stored)
-        return replace(found, due_at=found.due_at.astimezone(UTC), progress=progress)
+        return job_info(rows[0]) if rows else None
 
     async def queue_exists(self, queue: str) -> bool:
         """``queue_exists``: whether any row, of any kind and status, is on ``queue``."""

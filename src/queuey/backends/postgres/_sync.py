@@ -12,8 +12,6 @@ transaction that connection is in (``transaction.atomic()``), and commits or rol
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
-from datetime import UTC
 from typing import Any, TypeVar
 
 import psycopg
@@ -29,6 +27,7 @@ from queuey.backends.postgres._errors import (
     no_connection,
     server_of,
 )
+from queuey.backends.postgres._rows import job_info
 from queuey.backends.postgres._sql import Statements
 from queuey.backends.postgres._store import Params, PublishQuery, schema_error
 from queuey.secrets import remember
@@ -215,7 +214,7 @@ def _job_info(conn: SyncConnection, statement: sql.SQL, job_id: str) -> JobInfo 
     cursor = conn.cursor(row_factory=class_row(JobInfo))
     cursor.execute(statement, {"id": job_id})
     row = cursor.fetchone()
-    return None if row is None else replace(row, due_at=row.due_at.astimezone(UTC))
+    return None if row is None else job_info(row)
 
 
 def _scalars(conn: SyncConnection, statement: sql.SQL, params: Params | None) -> list[Any]:

@@ -28,6 +28,7 @@ from typing import Any
 
 from aio_pika.abc import AbstractMessage
 
+from queuey.attempts import AttemptError
 from queuey.backends.rabbitmq._acks import AckWindow
 from queuey.backends.rabbitmq._inbound import Inbound
 from queuey.backends.rabbitmq._router import Hold, Router
@@ -120,10 +121,17 @@ class RabbitMqDelivery:
         """
         await self._settle(None, None, None)
 
-    async def retry(self, envelope: Envelope, delay: timedelta, error: str) -> None:
+    async def retry(
+        self,
+        envelope: Envelope,
+        delay: timedelta,
+        error: str,
+        failure: AttemptError | None = None,
+    ) -> None:
         """Publish ``envelope`` (the next attempt) through a hold queue for ``delay`` (or
         straight to the queue for zero), with ``error`` in an ``x-last-error`` header; then
-        acknowledge.
+        acknowledge. RabbitMQ keeps no history of attempt errors (``failure`` is not stored;
+        the worker's log has each one, with its traceback).
 
         Raises:
             BackendError: already settled, the publish failed (the message is requeued), or
@@ -139,8 +147,9 @@ class RabbitMqDelivery:
         """
         await self._replace(envelope, delay, {})
 
-    async def dead_letter(self, reason: str) -> None:
-        """Publish the envelope to ``q.dead`` with ``reason``, then acknowledge.
+    async def dead_letter(self, reason: str, failure: AttemptError | None = None) -> None:
+        """Publish the envelope to ``q.dead`` with ``reason``, then acknowledge (``failure``:
+        as for ``retry``).
 
         Raises:
             BackendError: already settled, or the publish or the ack failed.

@@ -338,21 +338,35 @@ WHERE id = ANY(%(ids)s::uuid[]);
 
 -- name: reschedule
 -- Retry or deferral, fenced (as ack: a cancel asked for refuses it): back to pending after
--- %(delay)s seconds.
+-- %(delay)s seconds. A retry's failed attempt (%(failure)s, JSON: attempt, type, message,
+-- traceback) joins the row's errors, stamped with the database's time and this worker, and
+-- only the latest %(keep_errors)s are kept (migration 0012); in the same statement, so
+-- recording it costs no round trip.
 UPDATE {table}
 SET status = 'pending', attempts = %(next_attempts)s, deferrals = %(deferrals)s,
     priority = %(priority)s, available_at = now() + make_interval(secs => %(delay)s::float8),
     expires_at = now() + make_interval(secs => %(delay)s::float8 + %(ttl)s::float8),
-    error = coalesce(%(error)s, error), claimed_by = NULL, lease_until = NULL
+    error = coalesce(%(error)s, error), claimed_by = NULL, lease_until = NULL,
+    errors = CASE WHEN %(failure)s::jsonb IS NULL THEN errors ELSE jsonb_path_query_array(
+        coalesce(errors, '[]'::jsonb) || jsonb_build_array(%(failure)s::jsonb || jsonb_build_object(
+            'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'),
+            'worker', %(owner)s::text)),
+        '$[last - $keep + 1 to last]', jsonb_build_object('keep', %(keep_errors)s::int)) END
 WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
   AND cancel_requested_at IS NULL;
 
 -- name: dead_letter
--- Dead letter, fenced (as ack): failed rows stay for a person, with the reason; a unique key is
--- released unless failed is a refused state.
+-- Dead letter, fenced (as ack): failed rows stay for a person, with the reason and the failed
+-- attempt's error added to the row's errors (as in reschedule); a unique key is released
+-- unless failed is a refused state.
 UPDATE {table}
 SET status = 'failed', error = %(reason)s, processed_at = now(), claimed_by = NULL,
     lease_until = NULL,
+    errors = CASE WHEN %(failure)s::jsonb IS NULL THEN errors ELSE jsonb_path_query_array(
+        coalesce(errors, '[]'::jsonb) || jsonb_build_array(%(failure)s::jsonb || jsonb_build_object(
+            'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'),
+            'worker', %(owner)s::text)),
+        '$[last - $keep + 1 to last]', jsonb_build_object('keep', %(keep_errors)s::int)) END,
     unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
 WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
   AND cancel_requested_at IS NULL;
@@ -589,14 +603,16 @@ LIMIT %(limit)s;
 -- name: ops_show
 -- One row by id, whatever its status (the caller says when it is not failed).
 SELECT id::text AS id, kind, queue, job_type, status, priority, attempts, redeliveries,
-       deferrals, payload, headers, published_by, error, created_at, available_at, processed_at
+       deferrals, payload, headers, published_by, error, created_at, available_at, processed_at,
+       coalesce(errors, '[]'::jsonb) AS errors
 FROM {table}
 WHERE id = %(id)s::uuid;
 
 -- name: job_info
 -- One job by id, whatever its status, as a JobInfo (a backend's job lookup, `queuey jobs show`).
 SELECT id::text AS id, kind, queue, job_type, status AS state, attempts, redeliveries, deferrals,
-       priority, available_at AS due_at, error AS last_error, payload, result, progress
+       priority, available_at AS due_at, error AS last_error, payload, result, progress,
+       coalesce(errors, '[]'::jsonb) AS errors
 FROM {table}
 WHERE id = %(id)s::uuid;
 
