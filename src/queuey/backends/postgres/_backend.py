@@ -47,6 +47,7 @@ from queuey.backends.postgres._publish import (
     single_params,
     unique_params,
 )
+from queuey.backends.postgres._recovery import Recovery
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
 from queuey.backends.postgres._wake import Waker
@@ -159,9 +160,16 @@ class PostgresBackend:
         self._waker = Waker()
         self._outage = Outage("PostgreSQL", self._waker.wake_all)
         self.results_channel = f"{schema}_results"[:63]
-        self._completer = Completer(self._store, self.results_channel)
         self.cancel_channel = cancel_channel(schema)
         self._cancellations = Cancellations(self.owner)
+        recovery = Recovery(
+            self._store,
+            self.lease,
+            self._outage.part("recording outcomes"),
+            self._cancellations.lost,
+            self._cancellations.requested,
+        )
+        self._completer = Completer(self._store, self.results_channel, recovery)
         self._links = ConsumerLinks(
             self._store,
             self._completer,
@@ -181,6 +189,7 @@ class PostgresBackend:
             self._waker.wake_all,
             self._cancellations.lost,
             self._cancellations.requested,
+            recovery,
         )
         self._awaiters = Awaiters(
             self._store,

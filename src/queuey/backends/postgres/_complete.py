@@ -1,10 +1,13 @@
 """Recording outcomes: the rows this process holds, and the fenced statements that settle them.
 
 Acks go through ``AckBatch`` (many per statement); a retry, deferral, dead letter or release is
-one fenced statement each. Every settle must land: a connection lost on the way is retried with
-backoff (0.2 s, doubling, 5 attempts) before the outcome is reported as not recorded, in which
-case the row is redelivered after its lease (at-least-once, never lost). A settle the database
-refuses for the values it carries (``RefusedError``: a delay past its timestamp range, a
+one fenced statement each. Every settle must land: one that cannot reach the database is kept
+by the backend's ``Recovery`` and written once the database is back (the leases renewed first),
+so an outage shorter than the lease costs no second run; only when the lease may have expired
+first is the outcome reported as not recorded, and the row is redelivered after its lease
+(at-least-once, never lost). A release (a run handed back untouched, at shutdown) is not kept:
+it is retried with backoff (0.2 s, doubling, 5 attempts), then left to the lease. A settle the
+database refuses for the values it carries (``RefusedError``: a delay past its timestamp range, a
 constraint) is not retried: it raises ``RefusedError`` at once, and the runner records a dead
 letter in its place. A settle whose fence fails (another worker took the row after the lease
 expired) raises ``LostClaimError``.
@@ -20,6 +23,8 @@ from typing import TypeVar
 
 from queuey.backends.postgres._acks import AckBatch, LostClaimError, lost_claim
 from queuey.backends.postgres._errors import DatabaseUnavailableError, RefusedError
+from queuey.backends.postgres._outage import Outage
+from queuey.backends.postgres._recovery import Recovery
 from queuey.backends.postgres._store import Store
 from queuey.errors import BackendError
 
@@ -51,10 +56,20 @@ class Completer:
     """Settles the rows one backend claimed, through its store. Every method raises
     ``LostClaimError`` when the fence refused the outcome (the claim was lost), ``RefusedError``
     when the database refused the statement for its values, and ``BackendError`` when the
-    database stayed unreachable (the row is then redelivered after its lease)."""
+    database stayed unreachable (the row is then redelivered after its lease).
 
-    def __init__(self, store: Store, results_channel: str = "") -> None:
-        self.held: set[str] = set()
+    Args:
+        store: the backend's store.
+        results_channel: where ``ack_results`` announces the results it writes.
+        recovery: keeps the outcomes the database could not take (by default one of its own
+            over ``store``, with its lease).
+    """
+
+    def __init__(
+        self, store: Store, results_channel: str = "", recovery: Recovery | None = None
+    ) -> None:
+        self.recovery = recovery or Recovery(store, store.lease, Outage("PostgreSQL"))
+        self.held = self.recovery.held
         self._store = store
         self._results_channel = results_channel
         self._acks = AckBatch(self._record_acks, self._record_acks)
@@ -88,7 +103,9 @@ class Completer:
         """The ids of the batch recorded. A batch the database refuses is recorded row by row,
         so only the rows it refuses fail (with their ``RefusedError``)."""
         try:
-            lost = await landed(lambda: self._statement(ids, attempts, results))
+            lost = await self.recovery.landed(
+                lambda store: self._statement(store, ids, attempts, results)
+            )
         except RefusedError as exc:
             if len(ids) == 1:
                 self._refused[ids[0]] = exc
@@ -101,12 +118,17 @@ class Completer:
         return {row_id for row_id in ids if row_id not in lost}
 
     def _statement(
-        self, ids: Sequence[str], attempts: Sequence[int], results: Sequence[str | None] | None
+        self,
+        store: Store,
+        ids: Sequence[str],
+        attempts: Sequence[int],
+        results: Sequence[str | None] | None,
     ) -> Awaitable[set[str]]:
-        """The plain ``ack``, or ``ack_results`` when some ack of the batch carries a result."""
+        """The plain ``ack``, or ``ack_results`` when some ack of the batch carries a result,
+        on ``store`` (the pool's, or the connection of a recovery)."""
         if results is None:
-            return self._store.ack(ids, attempts)
-        return self._store.ack_results(ids, attempts, results, self._results_channel)
+            return store.ack(ids, attempts)
+        return store.ack_results(ids, attempts, results, self._results_channel)
 
     async def reschedule(
         self,
@@ -124,16 +146,18 @@ class Completer:
         """Record a retry or deferral (``Store.reschedule``)."""
         await self._settle(
             row_id,
-            lambda: self._store.reschedule(
-                row_id,
-                attempts,
-                next_attempts=next_attempts,
-                deferrals=deferrals,
-                priority=priority,
-                delay=delay,
-                ttl=ttl,
-                error=error,
-                failure=failure,
+            self.recovery.landed(
+                lambda store: store.reschedule(
+                    row_id,
+                    attempts,
+                    next_attempts=next_attempts,
+                    deferrals=deferrals,
+                    priority=priority,
+                    delay=delay,
+                    ttl=ttl,
+                    error=error,
+                    failure=failure,
+                )
             ),
         )
 
@@ -141,21 +165,29 @@ class Completer:
         self, row_id: str, attempts: int, reason: str, failure: str | None = None
     ) -> None:
         """Record a dead letter with ``reason`` (``failure``: the attempt error, JSON text)."""
-        await self._settle(
-            row_id, lambda: self._store.dead_letter(row_id, attempts, reason, failure)
-        )
+        statement = self.recovery.landed(lambda s: s.dead_letter(row_id, attempts, reason, failure))
+        await self._settle(row_id, statement)
 
     async def finish_cancel(self, row_id: str, attempts: int) -> None:
         """Record the row cancelled: its run, whose cancel was asked for, has ended."""
-        await self._settle(row_id, lambda: self._store.finish_cancel(row_id, attempts))
+        statement = self.recovery.landed(lambda s: s.finish_cancel(row_id, attempts))
+        await self._settle(row_id, statement)
 
     async def release(self, row_id: str, attempts: int) -> None:
-        """Hand the row back untouched (its run not counted)."""
-        await self._settle(row_id, lambda: self._store.release(row_id, attempts))
+        """Hand the row back untouched (its run not counted); not kept through an outage (the
+        lease hands it back then)."""
+        await self._settle(row_id, landed(lambda: self._store.release(row_id, attempts)))
 
-    async def _settle(self, row_id: str, statement: Callable[[], Awaitable[bool]]) -> None:
+    async def _settle(self, row_id: str, settle: Awaitable[bool]) -> None:
+        """Await ``settle``, the row held until it ends.
+
+        Raises:
+            RefusedError: the database refused it for its values.
+            BackendError: it could not be recorded.
+            LostClaimError: the fence refused it.
+        """
         try:
-            recorded = await landed(statement)
+            recorded = await settle
         except RefusedError:
             raise  # the job's own log fields name it
         except BackendError as exc:
@@ -166,5 +198,7 @@ class Completer:
             raise lost_claim(row_id)
 
     async def close(self) -> None:
-        """Fail the acks still waiting (their rows are redelivered after the lease)."""
+        """Fail the acks and the outcomes still waiting (their rows are redelivered after the
+        lease)."""
+        await self.recovery.close()
         await self._acks.close()

@@ -2,7 +2,10 @@
 sweep that reclaims expired leases, dead-letters expired messages and prunes old done rows.
 
 Both run in the background from the first consumer until the backend closes, on the store
-only. A failing statement is logged once per outage and tried again at the next beat or sweep.
+only. A failing statement is logged once per outage and tried again at the next beat or sweep;
+a heartbeat that could not reach the database leaves the renewal to the backend's
+``Recovery``, which renews the leases as soon as the database answers again (before it writes
+the outcomes kept meanwhile), not a third of a lease later.
 Any number of processes may sweep one table at once: every statement is one ``UPDATE`` or
 ``DELETE`` whose ``WHERE`` makes a second sweeper find nothing left to do.
 """
@@ -11,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from queuey.backends.postgres._outage import Outage
+from queuey.backends.postgres._recovery import Recovery
 from queuey.backends.postgres._store import Store
 
 __all__ = ["PRUNE_BATCH", "Maintenance", "MaintenanceOptions"]
@@ -54,6 +59,7 @@ class Maintenance:
         on_lost: told the held rows that are no longer this owner's (their lease was lost).
         on_cancel: told the held rows whose cancel was asked for (a notification may have
             been missed).
+        recovery: told when a beat renewed every held lease, or could not reach the database.
     """
 
     def __init__(
@@ -65,6 +71,7 @@ class Maintenance:
         wake_all: Callable[[], None],
         on_lost: Callable[[Collection[str]], None] = lambda ids: None,
         on_cancel: Callable[[Collection[str]], None] = lambda ids: None,
+        recovery: Recovery | None = None,
     ) -> None:
         self._store = store
         self._held = held
@@ -73,6 +80,7 @@ class Maintenance:
         self._wake_all = wake_all
         self._on_lost = on_lost
         self._on_cancel = on_cancel
+        self._recovery = recovery
 
     async def heartbeat(self) -> None:
         """Extend the leases of the held rows every third of the lease, until cancelled."""
@@ -86,9 +94,13 @@ class Maintenance:
         whose cancel was asked for to ``on_cancel`` (its notification may have been missed),
         so their runs stop instead of going on unseen."""
         held = set(self._held)
-        if not held:
-            return
-        extended = await self._outage.attempt(self._store.extend(held))
+        sent = time.monotonic()
+        extended = await self._outage.attempt(self._store.extend(held)) if held else {}
+        if self._recovery is not None:
+            if extended is None:
+                self._recovery.renewal_failed()
+            else:
+                self._recovery.renewed(sent)
         if extended is None:
             return
         if held - extended.keys():
