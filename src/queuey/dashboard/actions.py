@@ -154,10 +154,22 @@ class Actions:
         return self.templates.page("confirm.html", {"caller": caller, "back": back, **context})
 
     async def _retry(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
-        return "retry", await self.store.retry(caller.name, job_id=_job_id(form))
+        job_id = _job_id(form)
+        count = await self.store.retry(caller.name, job_id=job_id)
+        return await self._refused("retry", job_id, count)
 
     async def _discard(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
-        return "discard", await self.store.discard(caller.name, job_id=_job_id(form))
+        job_id = _job_id(form)
+        count = await self.store.discard(caller.name, job_id=job_id)
+        return await self._refused("discard", job_id, count)
+
+    async def _refused(self, did: str, job_id: str, count: int) -> tuple[str, int]:
+        """``(did, count)``, or ``("running", 0)`` when nothing was done because the job still
+        runs (a cancel asked for included: it stays running until its run ends)."""
+        if count:
+            return did, count
+        detail = await self.store.job(job_id)
+        return ("running", 0) if detail is not None and detail.status == "running" else (did, 0)
 
     async def _cancel(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
         return "cancel", await self.store.cancel(caller.name, _job_id(form))

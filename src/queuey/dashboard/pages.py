@@ -34,7 +34,8 @@ TOPIC_ROWS = 200
 DONE_MESSAGES = {
     "retry": "Retried {n} job(s): back to pending, due now.",
     "discard": "Discarded {n} job(s).",
-    "cancel": "Cancelled {n} job(s).",
+    "cancel": "Cancelled {n} job(s) (a running one when its run ends).",
+    "running": "The job still runs: nothing was done. Retry or discard it once its run ends.",
     "bulk-retry": "Retried {n} failed job(s) matching the filter.",
     "bulk-discard": "Discarded {n} failed job(s) matching the filter.",
     "pause": "Paused.",
