@@ -1,6 +1,11 @@
 """Observability, one import away: ``Metrics`` (Prometheus series; the ``metrics`` extra),
-``HealthServer`` (``/live``, ``/ready``, ``/metrics``; the ``http`` extra) and
-``JsonFormatter`` (one JSON object per log line; no extra).
+``HealthServer`` (``/live``, ``/ready``, ``/metrics``; the ``http`` extra), ``JsonFormatter``
+(one JSON object per log line; no extra) and ``TextFormatter`` (the CLI's text log lines).
+
+Both formatters write every control character of a record's text (ESC starting a CSI or OSC
+sequence, CR, the C1 controls, bidirectional overrides) as a visible escape, so a job's error
+or a queue name cannot recolour, retitle or rewrite the terminal or the log viewer showing it,
+nor, with its newlines escaped, forge log lines of its own.
 
 Tracing needs no import from here: pass ``tracing=True`` (or a ``TracerProvider``) to
 ``Producer``, ``Worker``, ``TopicPublisher``, or call ``instrument`` on a worker or subscriber
@@ -18,13 +23,17 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from queuey._terminal import printable, printable_json
 from queuey.secrets import redact
 
 if TYPE_CHECKING:
     from queuey._runtime.metrics import Metrics
     from queuey.http.health import HealthServer
 
-__all__ = ["HealthServer", "JsonFormatter", "Metrics"]
+__all__ = ["TEXT_FORMAT", "HealthServer", "JsonFormatter", "Metrics", "TextFormatter"]
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+"""The CLI's text log line: ``2026-01-02 10:00:00,123 WARNING queuey.worker: ...``."""
 
 _STANDARD = frozenset(
     logging.LogRecord("", 0, "", 0, "", None, None).__dict__.keys()
@@ -57,7 +66,40 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = redact(self.formatException(record.exc_info))
         entry.update(_trace_ids())
-        return json.dumps(entry, default=_text, ensure_ascii=False)
+        return printable_json(json.dumps(entry, default=_text, ensure_ascii=False))
+
+
+class TextFormatter(logging.Formatter):
+    """Formats each record as ``TEXT_FORMAT`` (or ``fmt``) on one line, every control
+    character of it escaped (``\x1b``, ``\n``...; ``queuey._terminal.printable``); a
+    traceback follows on its own lines, its control characters escaped too.
+
+    Args:
+        fmt: a ``logging`` format string (default ``TEXT_FORMAT``).
+    """
+
+    def __init__(self, fmt: str | None = None) -> None:
+        super().__init__(fmt or TEXT_FORMAT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record's line (and its traceback, if any)."""
+        cached, record.exc_text = record.exc_text, None  # escaped here, whoever cached it
+        try:
+            return super().format(record)
+        finally:
+            record.exc_text = cached
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        """The record's line, escaped onto one line."""
+        return printable(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        """The traceback, its lines kept and its control characters escaped."""
+        return printable(super().formatException(ei), block=True)
+
+    def formatStack(self, stack_info: str) -> str:
+        """The stack, its lines kept and its control characters escaped."""
+        return printable(super().formatStack(stack_info), block=True)
 
 
 def _text(value: object) -> str:

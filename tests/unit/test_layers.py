@@ -35,6 +35,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "_payload",
             "envelope",
             "secrets",
+            "_terminal",
             "retry",
             "queues",
             "jobs",

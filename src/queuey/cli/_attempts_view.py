@@ -1,6 +1,6 @@
 """The attempt errors of one job as ``queuey jobs show`` and ``queuey failed show`` print them:
-text (each attempt's number, time, worker, ``Type: message`` and its traceback, indented) or
-JSON (``AttemptError.to_json``)."""
+text (each attempt's number, time, worker, ``Type: message`` and its traceback, indented,
+every control character escaped) or JSON (``AttemptError.to_json``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC
 from typing import Any
 
+from queuey._terminal import printable
 from queuey.attempts import MAX_ATTEMPT_ERRORS, AttemptError
 
 __all__ = ["errors_json", "errors_text"]
@@ -31,8 +32,14 @@ def errors_text(errors: Sequence[AttemptError]) -> list[str]:
     lines = [f"attempt errors ({len(errors)}, oldest first; the latest {MAX_ATTEMPT_ERRORS} kept):"]
     for error in errors:
         at = "-" if error.at is None else error.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-        lines.append(f"  attempt {error.attempt} at {at} UTC on {error.worker or '-'}")
-        lines += [f"    {line}" for line in _headline(error).splitlines() or [""]]
+        worker = printable(error.worker or "-")
+        lines.append(f"  attempt {error.attempt} at {at} UTC on {worker}")
+        lines += [f"    {printable(line)}" for line in _lines(_headline(error)) or [""]]
         if error.traceback:
-            lines += [f"      {line}" for line in error.traceback.splitlines()]
+            lines += [f"      {printable(line)}" for line in _lines(error.traceback)]
     return lines
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` split at its newlines only (a CR or other separator is shown escaped)."""
+    return text.removesuffix("\n").split("\n") if text else []

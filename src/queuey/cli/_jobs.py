@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import click
 from rich.table import Table
+from rich.text import Text
 
+from queuey._terminal import printable
 from queuey.backends.base import Backend
 from queuey.cli._observe import log_format_option, observe_options, observing
 from queuey.cli._ops import wide_console
@@ -21,6 +22,7 @@ from queuey.cli._root import (
     DATABASE_URL,
     SCHEMA,
     describe_backend,
+    echo_json,
     fail,
     load_attr,
     main,
@@ -102,20 +104,23 @@ def demo(
 
     summary = run_async(run())
     if as_json:
-        click.echo(json.dumps(summary.as_json(), indent=2))
+        echo_json(summary.as_json())
         return
     table = Table(title=f"queuey demo on {kind}")
     for column in ("queue", "acked", "dead", "pending"):
         table.add_column(column)
     for name, counts in summary.queues.items():
-        table.add_row(name, *(str(counts[k]) for k in ("acked", "dead", "pending")))
+        table.add_row(
+            Text(printable(name)), *(str(counts[k]) for k in ("acked", "dead", "pending"))
+        )
     console = wide_console()
     console.print(table)
     for dead in summary.dead_letters:
-        console.print(
+        line = (
             f"dead letter on {dead['queue']} ({dead['job_type']}, attempt "
             f"{dead['attempt']}): {dead['reason']}"
         )
+        console.print(Text(printable(line)))
     console.print(f"done: {summary.settled} settled")
 
 

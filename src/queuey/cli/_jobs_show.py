@@ -5,7 +5,6 @@ JSON. Times are shown in UTC."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +15,7 @@ from queuey.backends.base import JobInfo
 from queuey.cli._attempts_view import errors_json, errors_text
 from queuey.cli._jobs_group import jobs
 from queuey.cli._ops import _JSON, _admin, _echo_json, _operate
-from queuey.cli._ops_view import format_age
+from queuey.cli._ops_view import format_age, labelled
 from queuey.cli._root import DATABASE_URL, EXIT_NOT_FOUND, SCHEMA, fail
 
 __all__ = ["job_json", "job_text", "show"]
@@ -66,10 +65,7 @@ def job_text(job: JobInfo, now: datetime | None = None) -> str:
         ("priority", str(job.priority)),
         ("due at", job.due_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
     ]
-    lines = [f"{label:<13} {value}" for label, value in fields]
-    lines += ["", "payload:", json.dumps(job.payload, indent=2, ensure_ascii=False)]
-    lines += ["", "last error:", job.last_error or "-", "", *errors_text(job.errors)]
-    return "\n".join(lines)
+    return labelled(fields, job.payload, job.last_error, errors_text(job.errors))
 
 
 @jobs.command("show")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import uuid
@@ -20,6 +19,7 @@ from queuey.cli._root import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     SCHEMA,
+    echo_json,
     fail,
     main,
     one_line,
@@ -77,7 +77,7 @@ def _operate(work: Coroutine[Any, Any, _T]) -> _T:
 
 
 def _echo_json(document: object) -> None:
-    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+    echo_json(document)
 
 
 def wide_console() -> Console:

@@ -2,7 +2,9 @@
 a Rich table and plain text for people, and the JSON shapes scripts rely on.
 
 Strings that come from the database (queue names, errors, payloads) are printed as plain text,
-never interpreted as Rich markup. Times are shown in UTC.
+never interpreted as Rich markup, with every control character escaped
+(``queuey._terminal.printable``): one-line fields show a newline as ``\n``; the payload and
+the last error (indented) keep their lines. Times are shown in UTC.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from queuey._terminal import printable, printable_json
 from queuey.backends.postgres._admin import FailedRow, QueueStatus, RowDetail, Touched
 from queuey.cli._attempts_view import errors_json, errors_text
 
 __all__ = [
     "confirmations",
+    "labelled",
     "detail_json",
     "detail_text",
     "failed_json",
@@ -79,8 +83,8 @@ def status_table(rows: Sequence[QueueStatus], title: str) -> Table:
     for row in rows:
         counts = (row.pending, row.scheduled, row.running, row.failed)
         table.add_row(
-            Text(row.queue),
-            row.kind,
+            Text(printable(row.queue)),
+            Text(printable(row.kind)),
             *(str(count) for count in counts),
             format_age(row.oldest_pending_secs),
         )
@@ -112,11 +116,9 @@ def failed_lines(rows: Sequence[FailedRow], status: str = "failed") -> list[str]
     lines = []
     for row in rows:
         when = _utc_short(row.processed_at)
-        lines.append(
-            f"{row.id}  {row.kind} {row.queue}  {row.job_type}  attempts {row.attempts}  "
-            f"{status} {when} UTC"
-        )
-        lines.append(f"    {row.error or '-'}")
+        where = printable(f"{row.kind} {row.queue}  {row.job_type}")
+        lines.append(f"{row.id}  {where}  attempts {row.attempts}  {status} {when} UTC")
+        lines.append(f"    {printable(row.error or '-')}")
     return lines
 
 
@@ -161,9 +163,20 @@ def detail_text(row: RowDetail) -> str:
     ]
     if row.published_by:
         fields.append(("published by", row.published_by))
-    lines = [f"{label:<13} {value}" for label, value in fields]
-    lines += ["", "payload:", json.dumps(row.payload, indent=2, ensure_ascii=False)]
-    lines += ["", "last error:", row.error or "-", "", *errors_text(row.errors)]
+    return labelled(fields, row.payload, row.error, errors_text(row.errors))
+
+
+def labelled(
+    fields: Sequence[tuple[str, str]], payload: Any, error: str | None, attempts: list[str]
+) -> str:
+    """One ``label value`` line per field (each value on one line), then the payload as
+    indented JSON, the error in full, indented by two spaces (so none of its lines reads as
+    a field), and the ``attempts`` lines (``errors_text``), every control character escaped."""
+    lines = [f"{label:<13} {printable(value)}" for label, value in fields]
+    shown = printable_json(json.dumps(payload, indent=2, ensure_ascii=False))
+    lines += ["", "payload:", shown, "", "last error:"]
+    lines += [f"  {line}" for line in printable(error or "-", block=True).split("\n")]
+    lines += ["", *attempts]
     return "\n".join(lines)
 
 
@@ -174,4 +187,4 @@ def _noun(kind: str) -> str:
 def confirmations(verb: str, touched: Sequence[Touched], status: str = "failed") -> list[str]:
     """One line per queue acted on: "retried 3 failed job(s) on myapp.emails" (``status`` is
     what the rows were: ``failed`` or ``cancelled``)."""
-    return [f"{verb} {t.count} {status} {_noun(t.kind)} on {t.queue}" for t in touched]
+    return [f"{verb} {t.count} {status} {_noun(t.kind)} on {printable(t.queue)}" for t in touched]

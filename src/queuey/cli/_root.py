@@ -17,6 +17,7 @@ import click
 
 import queuey
 from queuey._runtime.heap import freeze_heap
+from queuey._terminal import printable, printable_json
 from queuey.cli._lazy import LazyGroup, level_of, verbose_everywhere
 from queuey.errors import BackendError, QueueyError
 from queuey.secrets import RedactingFilter, redact, remember
@@ -68,9 +69,17 @@ def one_line(text: str) -> str:
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """Print ``error: message`` on one stderr line (password redacted) and exit with ``code``."""
-    click.echo(f"error: {one_line(redact(message))}", err=True)
+    """Print ``error: message`` on one stderr line (password redacted, control characters
+    escaped) and exit with ``code``."""
+    click.echo(f"error: {printable(one_line(redact(message)))}", err=True)
     sys.exit(code)
+
+
+def echo_json(document: object, *, indent: int | None = 2) -> None:
+    """Print ``document`` as JSON, every character a terminal would obey escaped."""
+    import json
+
+    click.echo(printable_json(json.dumps(document, indent=indent, ensure_ascii=False)))
 
 
 @click.group(cls=LazyGroup)
@@ -78,10 +87,15 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 @click.version_option(queuey.__version__, "--version", prog_name="queuey")
 def main(verbose: int) -> None:
     """queuey: typed background jobs and topics on PostgreSQL, RabbitMQ or in memory."""
-    logging.basicConfig(
-        level=level_of(verbose), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    for handler in logging.getLogger().handlers:
+    root = logging.getLogger()
+    if not root.handlers:  # as logging.basicConfig, with control characters escaped
+        from queuey.observability import TextFormatter
+
+        stream = logging.StreamHandler()
+        stream.setFormatter(TextFormatter())
+        root.addHandler(stream)
+        root.setLevel(level_of(verbose))
+    for handler in root.handlers:
         handler.addFilter(RedactingFilter())
     remember(os.environ.get("QUEUEY_DATABASE_URL"))
     remember(os.environ.get("QUEUEY_AMQP_URL"))
@@ -106,13 +120,16 @@ LOG_FORMAT = "queuey.log_format"
 def announce(text: str) -> None:
     """Print a line a long-running command always shows (its start-up line) on stderr: as
     text, or as one JSON log object (logger ``queuey.cli``, level INFO) under
-    ``--log-format json``, so a JSON log stream holds nothing else."""
+    ``--log-format json``, so a JSON log stream holds nothing else; control characters
+    escaped either way."""
     ctx = click.get_current_context(silent=True)
     if ctx is not None and ctx.find_root().meta.get(LOG_FORMAT) == "json":
         from queuey.observability import JsonFormatter
 
         record = logging.LogRecord("queuey.cli", logging.INFO, __file__, 0, text, None, None)
         text = JsonFormatter().format(record)
+    else:
+        text = printable(text)
     click.echo(redact(text), err=True)
 
 

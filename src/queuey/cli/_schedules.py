@@ -10,14 +10,15 @@ database cannot be reached.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any, TypeVar
 
 import click
 from rich.table import Table
+from rich.text import Text
 
+from queuey._terminal import printable
 from queuey.cli._ops import wide_console
 from queuey.cli._root import (
     DATABASE_URL,
@@ -25,6 +26,7 @@ from queuey.cli._root import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     SCHEMA,
+    echo_json,
     fail,
     main,
     require,
@@ -100,21 +102,16 @@ def list_command(database_url: str | None, schema: str, as_json: bool) -> None:
 
     rows = _run(_with_backend(url, schema, read))
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo_json(rows)
         return
     if not rows:
         click.echo("no schedules (a worker registers its schedules when it starts)")
         return
     table = Table("name", "expression", "tz", "next slot", "last fired", "paused")
     for row in rows:
-        table.add_row(
-            row["name"],
-            row["expression"],
-            row["tz"],
-            row["next_slot"] or "-",
-            row["last_fired"] or "never",
-            "yes" if row["paused"] else "no",
-        )
+        cells = [row["name"], row["expression"], row["tz"], row["next_slot"] or "-"]
+        cells += [row["last_fired"] or "never", "yes" if row["paused"] else "no"]
+        table.add_row(*(Text(printable(cell)) for cell in cells))
     wide_console().print(table)
 
 
@@ -126,7 +123,7 @@ def _set_paused(database_url: str | None, schema: str, name: str, paused: bool) 
 
     if not _run(_with_backend(url, schema, change)):
         fail(f"no schedule named {name!r}", EXIT_NOT_FOUND)
-    click.echo(f"schedule {name} {'paused' if paused else 'resumed'}")
+    click.echo(f"schedule {printable(name)} {'paused' if paused else 'resumed'}")
 
 
 @schedules.command("pause")

@@ -16,6 +16,7 @@ from queuey.cli._processes import processes_option, supervise
 from queuey.cli._root import (
     SCHEMA,
     describe_backend,
+    echo_json,
     fail,
     load_attr,
     main,
@@ -191,7 +192,7 @@ def publish_command(
         publication = run_async(publish())
     except TypeError as exc:
         fail(str(exc))
-    click.echo(json.dumps(publication.as_json()))
+    echo_json(publication.as_json(), indent=None)
 
 
 def _refuse_constant(name: str) -> Any:

@@ -271,7 +271,7 @@ async def test_failed_show_prints_payload_attempts_and_the_whole_error(land: Lan
     assert land.ids["bad1"] in text and "ops.SendEmail" in text
     assert '"to": "bad1@example.com"' in text
     assert "attempts      1" in text and "redeliveries  0" in text
-    assert "is not a mailbox [red]here[/red]\nsecond line of the error" in text
+    assert "is not a mailbox [red]here[/red]\n  second line of the error" in text
     assert "attempt errors (1, oldest first; the latest 10 kept):" in text
     assert "    queuey.errors.Fatal: bad1@example.com is not a mailbox" in text
     assert "      Traceback (most recent call last):" in text and "in send" in text

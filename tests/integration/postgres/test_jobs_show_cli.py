@@ -52,8 +52,8 @@ async def test_jobs_show_a_failed_job_in_full(land: Land) -> None:
         "}",
         "",
         "last error:",
-        "fatal error: bad1@example.com is not a mailbox [red]here[/red]",
-        "second line of the error",
+        "  fatal error: bad1@example.com is not a mailbox [red]here[/red]",
+        "  second line of the error",
         "",
         "attempt errors (1, oldest first; the latest 10 kept):",
     ]
