@@ -136,11 +136,11 @@ def start_worker(url: str, schema: str, *flags: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-async def dead_letter_log(url: str, schema: str, *flags: str) -> str:
-    """The stderr of a worker that dead-letters one ``Echo(text=HOSTILE)``."""
+async def dead_letter_log(url: str, schema: str, *flags: str) -> tuple[str, str]:
+    """The stderr of a worker that dead-letters one ``Echo(text=HOSTILE)``, and its id."""
     async with PostgresBackend(url, schema=schema) as backend:
         producer = await Producer.create(HostileQueues, backend)
-        await producer.enqueue(Echo(text=HOSTILE))
+        job_id = str(await producer.enqueue(Echo(text=HOSTILE)))
     proc = start_worker(url, schema, *flags)
     try:
         async with asyncio.timeout(30):
@@ -151,23 +151,28 @@ async def dead_letter_log(url: str, schema: str, *flags: str) -> str:
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = await asyncio.to_thread(proc.communicate, timeout=30)
-    return err
+    return err, job_id
 
 
 async def test_the_text_log_shows_a_job_s_error_escaped_on_one_line(
     database_url: str, pg_schema: str
 ) -> None:
-    err = await dead_letter_log(database_url, pg_schema)
+    err, job_id = await dead_letter_log(database_url, pg_schema)
     assert unsafe(err) == [], err
     [line] = [line for line in err.splitlines() if "refused: " in line]
     assert line.split(" ", 3)[2] == "ERROR"
     assert "\\x1b]0;pwned\\x07" in line and "boom\\nstatus        done" in line
+    for argv in (["jobs", "show", job_id], ["failed", "show", job_id]):  # its attempt errors
+        shown = await asyncio.to_thread(queuey, *argv, "--schema", pg_schema, url=database_url)
+        assert unsafe(shown.stdout + shown.stderr) == [], shown
+        attempts = shown.stdout.split("attempt errors (1")[1]
+        assert "Fatal: refused: \\x1b]0;pwned\\x07" in attempts
 
 
 async def test_the_json_log_keeps_the_error_and_escapes_what_json_leaves_raw(
     database_url: str, pg_schema: str
 ) -> None:
-    err = await dead_letter_log(database_url, pg_schema, "--log-format", "json")
+    err, _ = await dead_letter_log(database_url, pg_schema, "--log-format", "json")
     assert unsafe(err) == [], err
     entries: list[dict[str, Any]] = [json.loads(line) for line in err.splitlines() if "{" in line]
     assert any(HOSTILE in entry["message"] for entry in entries), entries
