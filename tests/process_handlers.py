@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -38,6 +39,31 @@ def stuck(job: Stuck, ctx: JobContext) -> None:
 
 def echo(job: Echo) -> int:
     return job.n
+
+
+class Unpicklable(Exception):
+    """An exception that cannot be pickled back (it holds a lock)."""
+
+    def __init__(self) -> None:
+        super().__init__("holds a lock")
+        self.lock = threading.Lock()
+
+
+def raise_unpicklable() -> None:
+    raise Unpicklable()
+
+
+def return_unpicklable() -> object:
+    return threading.Lock()
+
+
+def exit_hard() -> None:
+    os._exit(3)
+
+
+def sleep_for(seconds: float) -> str:
+    time.sleep(seconds)
+    return f"slept {seconds}"
 
 
 async def _serve(url: str, schema: str, trace: str) -> None:

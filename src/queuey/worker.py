@@ -70,10 +70,13 @@ class Worker(Engine, Generic[Q]):
             so stuck). In a process (``plain_handlers="process"``) it is killed at once.
         shutdown_grace: how long shutdown waits for running jobs before cancelling them
             (default: no limit). A cancelled job is redelivered later (at-least-once). A plain
-            handler cannot be cancelled: its job is not handed back while its thread runs (an
-            ERROR says how many); it is recorded when the thread ends, or redelivered after
-            the lease once the process has exited.
-        close_backend_on_shutdown: close ``backend`` when ``run`` returns (default false).
+            handler in a thread cannot be cancelled: its job is not handed back while its
+            thread runs (an ERROR says how many); it is recorded when the thread ends (the
+            backend's ``close`` waits for it, heartbeating its job), or redelivered after the
+            lease once the process has exited.
+        close_backend_on_shutdown: close ``backend`` when ``run`` returns (default false);
+            the close waits for plain handlers still running in threads past
+            ``shutdown_grace``, so their jobs are never handed to another worker meanwhile.
         paused: start paused: nothing is pulled until ``resume`` (publishing is unaffected).
         on_settled: called after each recorded outcome with ``(envelope, outcome, text)``,
             ``outcome`` one of ``"succeeded"``, ``"retried"``, ``"deferred"``, ``"dead"``,
