@@ -8,7 +8,9 @@ import os
 from queuey import Job, JobContext, Producer, Queue, QueueSet, RetryPolicy, Schedule, Unique, Worker
 from queuey.backends.postgres import PostgresBackend
 
-DATABASE_URL = os.environ.get("QUEUEY_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+DATABASE_URL = os.environ.get(
+    "QUEUEY_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 SCHEMA = os.environ.get("QUEUEY_SCHEMA", "queuey")
 
 

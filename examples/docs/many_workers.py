@@ -11,7 +11,9 @@ from collections import Counter
 from queuey import Job, JobContext, Producer, Queue, QueueSet, Schedule, Worker
 from queuey.backends.postgres import PostgresBackend
 
-DATABASE_URL = os.environ.get("QUEUEY_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+DATABASE_URL = os.environ.get(
+    "QUEUEY_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 SCHEMA = os.environ.get("QUEUEY_SCHEMA", "queuey")
 
 

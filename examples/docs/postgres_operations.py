@@ -10,7 +10,9 @@ import os
 from queuey import Fatal, Job, JobContext, Producer, Queue, QueueSet, Worker
 from queuey.backends.postgres import Admin, PostgresBackend, migrate
 
-DATABASE_URL = os.environ.get("QUEUEY_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+DATABASE_URL = os.environ.get(
+    "QUEUEY_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 SCHEMA = os.environ.get("QUEUEY_SCHEMA", "queuey")
 
 

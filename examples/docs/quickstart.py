@@ -1,6 +1,6 @@
 """Getting started: enqueue and run jobs on PostgreSQL.
 
-Reads ``QUEUEY_DATABASE_URL`` (default ``postgresql://postgres@127.0.0.1:5432/test``) and
+Reads ``QUEUEY_DATABASE_URL`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``) and
 ``QUEUEY_SCHEMA`` (default ``queuey``).
 """
 
@@ -13,7 +13,9 @@ import os
 from queuey import Job, JobContext, Producer, Queue, QueueSet, Retry, RetryPolicy, Worker
 from queuey.backends.postgres import PostgresBackend
 
-DATABASE_URL = os.environ.get("QUEUEY_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+DATABASE_URL = os.environ.get(
+    "QUEUEY_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 SCHEMA = os.environ.get("QUEUEY_SCHEMA", "queuey")
 
 

@@ -14,7 +14,9 @@ from queuey import Backend, Job, JobContext, MemoryBackend, Producer, Queue, Que
 from queuey.backends.postgres import PostgresBackend
 from queuey.backends.rabbitmq import RabbitMqBackend
 
-DATABASE_URL = os.environ.get("QUEUEY_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+DATABASE_URL = os.environ.get(
+    "QUEUEY_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 SCHEMA = os.environ.get("QUEUEY_SCHEMA", "queuey")
 AMQP_URL = os.environ.get("QUEUEY_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
 

@@ -93,7 +93,8 @@ def dashboard_command(
         fail(str(exc))
     settings = _settings(app_config)
     url = app_database_url(database_url, app_config.database_url, config_path)
-    prefix = app_config.queues.prefix
+    # The "Topic app" panel (pause the app as a whole) only for a file that declares one.
+    prefix = app_config.queues.prefix if "queues" in app_config.tables else None
 
     async def serve() -> None:
         from starlette.applications import Starlette

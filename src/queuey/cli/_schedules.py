@@ -118,10 +118,10 @@ def list_command(database_url: str | None, schema: str, as_json: bool) -> None:
 def _set_paused(database_url: str | None, schema: str, name: str, paused: bool) -> None:
     url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
 
-    async def change(backend: Any) -> bool:
-        return bool(await backend.set_schedule_paused(name, paused))
+    from queuey.backends.postgres._admin import Admin
 
-    if not _run(_with_backend(url, schema, change)):
+    admin = Admin(url, schema=schema)  # audited: the dashboard's audit log shows the change
+    if not _run(admin.set_schedule_paused(name, paused)):
         fail(f"no schedule named {name!r}", EXIT_NOT_FOUND)
     click.echo(f"schedule {printable(name)} {'paused' if paused else 'resumed'}")
 

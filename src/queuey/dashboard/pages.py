@@ -10,6 +10,7 @@ field, a value the dashboard signed (``SessionSigner.seal``): a link cannot make
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
 from uuid import UUID
@@ -24,12 +25,16 @@ from queuey.backends.postgres._dashboard_rows import STATUSES, JobFilter, TopicR
 from queuey.dashboard.chart import throughput_svg
 from queuey.dashboard.guard import Caller, Guard
 from queuey.dashboard.web import Templates, filter_query, job_filter, positive_int, pretty_json
+from queuey.errors import ConfigError
+from queuey.schedule import Timing
 
 __all__ = ["Pages", "Publication"]
 
 FLASH = "flash"
 """The purpose the status message after an action is sealed for."""
 PAGE_SIZE = 50
+UNIQUE_KEYS_SHOWN = 200
+"""The Unique keys page lists at most this many keys (in key order)."""
 TOPIC_ROWS = 200
 DONE_MESSAGES = {
     "retry": "Retried {n} job(s): back to pending, due now.",
@@ -169,10 +174,27 @@ class Pages:
         older = entries[-1].id if len(entries) == PAGE_SIZE else None
         return self._page("audit.html", request, caller, entries=entries, older=older)
 
-    async def later(self, request: Request) -> Response:
+    async def schedules(self, request: Request) -> Response:
         caller = await self.guard.caller(request)
-        what = request.url.path.rstrip("/").rsplit("/", 1)[-1]
-        return self._page("later.html", request, caller, what=what)
+        rows = await self.store.schedules()
+        now = datetime.now(UTC)
+        upcoming = {row.name: _next_slot(row.expression, row.tz, now) for row in rows}
+        return self._page("schedules.html", request, caller, rows=rows, upcoming=upcoming)
+
+    async def unique_keys(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        rows = await self.store.unique_keys(limit=UNIQUE_KEYS_SHOWN)
+        full = len(rows) == UNIQUE_KEYS_SHOWN
+        return self._page("unique_keys.html", request, caller, rows=rows, full=full)
+
+
+def _next_slot(expression: str, tz: str, now: datetime) -> datetime | None:
+    """The schedule's next slot after ``now``; ``None`` for a timing this version cannot read
+    (written by a newer one)."""
+    try:
+        return Timing.parse(expression, tz).next_after(now)
+    except ConfigError:
+        return None
 
 
 def _here(request: Request) -> str:

@@ -1,6 +1,8 @@
 """Operations on a live queuey table: per-queue status, inspecting, retrying and discarding
 failed (or cancelled) rows, and cancelling a job (``queuey status``, ``queuey failed ...``,
-``queuey jobs cancel``).
+``queuey jobs cancel``), and pausing or resuming a schedule (``queuey schedules pause``).
+Each action writes a row to the audit log the dashboard shows, naming the actor (by default
+``cli:<the operating-system user>``).
 
 Every call opens one short connection (a store session), checks the schema version and runs
 one named statement from ``sql/queries.sql`` through the store. Retry and discard are a single
@@ -12,9 +14,11 @@ once. Times come from the database's clock.
 
 from __future__ import annotations
 
+import getpass
 import uuid
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Literal
+from typing import Any, Literal
 
 from queuey._validation import check_int
 from queuey.backends.base import CancelResult, JobInfo
@@ -29,6 +33,14 @@ __all__ = ["Admin", "FailedRow", "QueueStatus", "RowDetail", "Stopped", "Touched
 
 Stopped = Literal["failed", "cancelled"]
 """The terminal states a person looks after: listed, retried and discarded alike."""
+
+
+def cli_actor() -> str:
+    """Who acts from the command line, as the audit log names them: ``cli:<user>``."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no user name for this uid (a bare container)
+        return "cli"
 
 
 def parse_id(row_id: str | uuid.UUID) -> str:
@@ -70,7 +82,9 @@ class Admin:
         table: str = "queue_message",
         channel: str | None = None,
         connect_timeout: int = 10,
+        actor: str | None = None,
     ) -> None:
+        self.actor = actor or cli_actor()
         self.conninfo = remember(conninfo) or conninfo
         self.statements = Statements(schema, table)
         self.channel = check_identifier(channel or f"{schema}_jobs"[:63], "channel")
@@ -161,7 +175,9 @@ class Admin:
         """
         row_id = parse_id(row_id)
         async with self._session() as store:
-            return await store.ops_retry(row_id, queue, self.channel, status)
+            touched = await store.ops_retry(row_id, queue, self.channel, status)
+            await self._audit(store, "retry", touched, queue, row_id, status)
+            return touched
 
     async def retry_all(
         self, *, queue: str | None = None, status: Stopped = "failed"
@@ -173,7 +189,9 @@ class Admin:
             BackendError, SchemaError: as for ``status``.
         """
         async with self._session() as store:
-            return await store.ops_retry(None, queue, self.channel, status)
+            touched = await store.ops_retry(None, queue, self.channel, status)
+            await self._audit(store, "bulk retry", touched, queue, None, status)
+            return touched
 
     async def discard(
         self, row_id: str | uuid.UUID, *, queue: str | None = None, status: Stopped = "failed"
@@ -191,7 +209,9 @@ class Admin:
         """
         row_id = parse_id(row_id)
         async with self._session() as store:
-            return await store.ops_discard(row_id, queue, status)
+            touched = await store.ops_discard(row_id, queue, status)
+            await self._audit(store, "discard", touched, queue, row_id, status)
+            return touched
 
     async def discard_all(
         self, *, queue: str | None = None, status: Stopped = "failed"
@@ -202,7 +222,9 @@ class Admin:
             BackendError, SchemaError: as for ``status``.
         """
         async with self._session() as store:
-            return await store.ops_discard(None, queue, status)
+            touched = await store.ops_discard(None, queue, status)
+            await self._audit(store, "bulk discard", touched, queue, None, status)
+            return touched
 
     async def cancel(self, row_id: str | uuid.UUID) -> CancelResult:
         """Cancel one job: pending or scheduled, it becomes ``cancelled``; running, its cancel is
@@ -221,4 +243,46 @@ class Admin:
         """
         row_id = parse_id(row_id)
         async with self._session() as store:
-            return cancel_result(await store.cancel(row_id, self.cancel_channel))
+            result = cancel_result(await store.cancel(row_id, self.cancel_channel))
+            count = 0 if result == "not_found" else 1
+            await store.record_action(self._action("cancel", job_id=row_id, count=count))
+            return result
+
+    async def set_schedule_paused(self, name: str, paused: bool) -> bool:
+        """Pause (or resume) schedule ``name`` for every worker; audited with the schedule's
+        name as the queue. Returns ``False`` when there is no such schedule.
+
+        Raises:
+            BackendError, SchemaError: as for ``status``.
+        """
+        async with self._session() as store:
+            found = await store.pause_schedule(name, paused)
+            action = "pause schedule" if paused else "resume schedule"
+            await store.record_action(self._action(action, queue=name, count=int(found)))
+            return found
+
+    async def _audit(
+        self,
+        store: Store,
+        action: str,
+        touched: Sequence[Touched],
+        queue: str | None,
+        row_id: str | None,
+        status: Stopped,
+    ) -> None:
+        kinds = {t.kind for t in touched}
+        await store.record_action(
+            self._action(
+                action,
+                kind=kinds.pop() if len(kinds) == 1 else None,
+                queue=queue or (touched[0].queue if row_id and touched else None),
+                job_id=row_id,
+                filter=f"status={status}",
+                count=sum(t.count for t in touched),
+            )
+        )
+
+    def _action(self, action: str, **fields: Any) -> dict[str, Any]:
+        """The parameters of ``record_action``: every column, ``None`` unless given."""
+        row = {"kind": None, "queue": None, "job_id": None, "filter": "", "count": 0}
+        return {**row, **fields, "actor": self.actor, "action": action}

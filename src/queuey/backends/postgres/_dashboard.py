@@ -1,12 +1,12 @@
 """The dashboard's reads and actions on PostgreSQL: ``PgDashboardStore``.
 
 Statements come from ``sql/dashboard.sql`` by name, composed once with the message table, the
-audit and pause tables of migration 0004 and the sign-out and bulk tables of 0006 as quoted
-identifiers. Rows are read by column
-name into the dataclasses of ``_dashboard_rows``. Connections come from a small pool of its
-own, autocommit and never prepared (each statement is planned with its real parameters, so an
-optional filter never leaves a generic plan that ignores an index). Every action is one
-statement, so its change, its audit row and its notification commit together.
+schedules table of migration 0002, the audit and pause tables of 0004 and the sign-out and bulk
+tables of 0006 as quoted identifiers. Rows are read by column name into the dataclasses of
+``_dashboard_rows``. Connections come from a small pool of its own, autocommit and never
+prepared (each statement is planned with its real parameters, so an optional filter never
+leaves a generic plan that ignores an index). Every action is one statement, so its change,
+its audit row and its notification commit together.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from psycopg import sql
 from psycopg.rows import class_row
 from psycopg_pool import AsyncConnectionPool
 
+from queuey.backends.postgres import _dashboard_rows as rows
 from queuey.backends.postgres._cancel import cancel_channel
 from queuey.backends.postgres._dashboard_rows import (
     AuditEntry,
@@ -67,11 +68,10 @@ def _raw_statements() -> dict[str, str]:
 
 
 def dashboard_names(schema: str, table: str) -> dict[str, sql.Composable]:
-    """The identifiers ``dashboard.sql`` is composed with (as migrations 0004 and 0006 name
-    them)."""
+    """The identifiers ``dashboard.sql`` is composed with, named as the migrations name them."""
     schema, table = check_identifier(schema, "schema"), check_identifier(table, "table")
     names: dict[str, sql.Composable] = {"table": sql.Identifier(schema, table)}
-    for suffix in ("audit", "paused", "signed_out", "bulk"):
+    for suffix in ("audit", "paused", "signed_out", "bulk", "schedules"):
         names[suffix] = sql.Identifier(schema, f"{table}_{suffix}"[:63])
     return names
 
@@ -241,6 +241,14 @@ class PgDashboardStore:
         """Recorded actions, newest first, older than id ``before``."""
         params = {"before": before or 2**63 - 1, "limit": limit}
         return await self._rows("audit", params, AuditEntry)
+
+    async def schedules(self) -> list[rows.ScheduleRow]:
+        """Every schedule workers registered, by name."""
+        return await self._rows("schedules", {}, rows.ScheduleRow)
+
+    async def unique_keys(self, limit: int = 200) -> list[rows.UniqueKeyRow]:
+        """The unique keys rows hold now, in key order, at most ``limit``."""
+        return await self._rows("unique_keys", {"limit": limit}, rows.UniqueKeyRow)
 
     async def paused(self) -> list[Pause]:
         """Every paused queue and topic app."""

@@ -22,7 +22,9 @@ __all__ = [
     "Pause",
     "QueueRef",
     "QueueSummary",
+    "ScheduleRow",
     "TopicRow",
+    "UniqueKeyRow",
 ]
 
 STATUSES = ("pending", "scheduled", "running", "failed", "cancelled", "done")
@@ -231,3 +233,30 @@ class Pause:
     queue: str
     paused_by: str
     paused_at: datetime
+
+
+@dataclass(frozen=True)
+class ScheduleRow:
+    """A registered schedule: its timing (cron expression or ``every <n>s``, IANA zone), the
+    last slot fired, when, and the job it enqueued, and whether it is paused."""
+
+    name: str
+    expression: str
+    tz: str
+    last_slot: datetime | None
+    last_fired_at: datetime | None
+    last_job_id: str | None
+    paused: bool
+
+
+@dataclass(frozen=True)
+class UniqueKeyRow:
+    """A unique key held now, and the row (job or topic message) holding it."""
+
+    unique_key: str
+    id: str
+    kind: str
+    queue: str
+    job_type: str
+    status: str
+    created_at: datetime

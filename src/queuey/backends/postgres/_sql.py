@@ -100,6 +100,7 @@ class Statements:
             "schedules": sql.Identifier(self.schema, f"{self.table}_schedules"[:63]),
             "idempotency_age_index": sql.Identifier(f"{self.table}_idempotency_age"[:63]),
             "paused": sql.Identifier(self.schema, f"{self.table}_paused"[:63]),
+            "audit": sql.Identifier(self.schema, f"{self.table}_audit"[:63]),
         }
         for index in _INDEXES:
             self.names[f"{index}_index"] = sql.Identifier(f"{self.table}_{index}"[:63])

@@ -557,6 +557,11 @@ class Store:
         """``pause_schedule``: set the paused flag; ``False`` when no such schedule."""
         return await self._count("pause_schedule", {"name": name, "paused": paused}) > 0
 
+    async def record_action(self, params: Params) -> None:
+        """``record_action``: one audit row (actor, action, kind, queue, job_id, filter,
+        count)."""
+        await self._count("record_action", params)
+
     # -- the LISTEN session --------------------------------------------------------------------
 
     async def listen(self, channels: Sequence[str]) -> None:

@@ -1,6 +1,6 @@
 -- Every statement the dashboard runs, by name (loaded by backends/postgres/_dashboard.py).
 -- {table} is the message table, {audit} and {paused} the tables of migration 0004,
--- {signed_out} and {bulk} those of 0006, all composed with psycopg.sql.Identifier. Each page's statement reads through an index (the
+-- {signed_out} and {bulk} those of 0006, {schedules} that of 0002, all composed with psycopg.sql.Identifier. Each page's statement reads through an index (the
 -- dashboard's (kind, queue, status, seq), the partial indexes of 0001, or a primary key);
 -- tests/integration/postgres/test_dashboard_plans.py shows the plans on a million rows.
 -- Columns are named: rows are read into dataclasses by name, never by position.
@@ -241,6 +241,21 @@ LIMIT %(limit)s;
 -- name: paused
 -- Every paused queue and topic app.
 SELECT kind, queue, paused_by, paused_at FROM {paused} ORDER BY kind, queue;
+
+-- name: schedules
+-- Every periodic schedule workers registered (the table of migration 0002), by name.
+SELECT name, expression, tz, last_slot, last_fired_at, last_job_id::text AS last_job_id, paused
+FROM {schedules}
+ORDER BY name;
+
+-- name: unique_keys
+-- The unique keys held now (a row keeps its key only while it is in a state its job refuses a
+-- duplicate in), in key order through the partial unique index, at most %(limit)s.
+SELECT unique_key, id::text AS id, kind, queue, job_type, status, created_at
+FROM {table}
+WHERE unique_key IS NOT NULL
+ORDER BY unique_key
+LIMIT %(limit)s;
 
 -- Actions. Each is one statement, so one transaction: the change, its audit row (written
 -- even when nothing matched, with count 0; not for a bulk confirmation already used) and

@@ -657,3 +657,10 @@ WITH touched AS (
     RETURNING kind, queue
 )
 SELECT kind, queue, count(*)::int AS count FROM touched GROUP BY kind, queue ORDER BY kind, queue;
+
+-- name: record_action
+-- One audit row for an action taken from the command line (``queuey failed retry|discard``,
+-- ``queuey jobs cancel``, ``queuey schedules pause|resume``): who, what, on which rows and how
+-- many, in the table the dashboard's audit log lists (migration 0004).
+INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
+VALUES (%(actor)s, %(action)s, %(kind)s, %(queue)s, %(job_id)s::uuid, %(filter)s, %(count)s);
