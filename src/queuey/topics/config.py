@@ -150,9 +150,10 @@ class QueuesConfig:
         """The functions subscribed to ``topic`` (trimmed), in declared order; empty if none."""
         return tuple(self.subscribe.get(topic.strip(), ()))
 
-    def subscribed_functions(self) -> frozenset[str]:
-        """Every function name any topic points at, once each."""
-        return frozenset(name for names in self.subscribe.values() for name in names)
+    def subscribed_functions(self) -> tuple[str, ...]:
+        """Every function name any topic points at, once each, sorted (so a start-up report
+        of missing functions reads the same every time)."""
+        return tuple(sorted({name for names in self.subscribe.values() for name in names}))
 
     def is_active(self) -> bool:
         """Whether a subscriber loop should handle messages: enabled and something subscribed.
@@ -162,8 +163,10 @@ class QueuesConfig:
     def publish_access(self) -> str:
         """The access string for the HTTP publish endpoint, trimmed and otherwise as written.
 
-        The HTTP module parses it (an unparseable string, or ``owner``, closes the door); until
-        then this returns the raw string rather than a parsed policy.
+        Parse it with ``queuey.http.AccessPolicy.parse`` (an unparseable string, or
+        ``owner``, closes the door). This returns the text, not a parsed policy, so that the
+        topic layer needs nothing of the ``http`` extra; the endpoint and the dashboard parse it
+        once at start-up and log a warning naming a value that closed the door.
         """
         return self.publish.strip()
 
