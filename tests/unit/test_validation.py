@@ -62,6 +62,7 @@ QUEUES_INT_KEYS = [
     "lease_secs",
     "retain_hours",
     "max_redeliveries",
+    "publish_timeout_secs",
 ]
 
 

@@ -13,7 +13,8 @@ retry_backoff_secs = 10     # 10s, 20s, 40s, 80s, then failed
 Every value is checked when the config is built (through ``queuey._validation``): a wrong type
 (a float or a bool for a number, anything but a bool for ``enabled``, anything but a string for
 ``prefix`` and ``publish``), an invalid topic key, a negative number, or a zero ``poll_secs``,
-``batch``, ``lease_secs``, ``max_attempts`` or ``max_redeliveries`` is a ``ConfigError``
+``batch``, ``lease_secs``, ``max_attempts``, ``max_redeliveries`` or ``publish_timeout_secs``
+is a ``ConfigError``
 naming the key, e.g. ``queues.batch: expected an integer in 1..65535, got 0``
 (``retry_backoff_secs = 0`` and ``retain_hours = 0`` are valid).
 The ``publish`` access string is kept as written: the HTTP endpoint parses it, and one that does
@@ -48,6 +49,7 @@ _COUNTS = {
     "retain_hours": (0, _MAX_INT),
     "max_redeliveries": (1, _MAX_INT),
     "idempotency_hours": (1, _MAX_INT),
+    "publish_timeout_secs": (1, _MAX_INT),
 }
 _SITE = Site.table("queues")
 
@@ -88,6 +90,10 @@ class QueuesConfig:
             and answers with the first publication (>= 1).
         schedule: topic → ``TopicSchedule`` (``[queues.schedule]``): published periodically
             by ``queuey run`` (every process of the app tries each slot; it is published once).
+        publish_timeout_secs: seconds a publish (``queuey publish``, the HTTP endpoint, a
+            schedule's slot) waits for the database before it fails saying the database is
+            unreachable; the HTTP endpoint then answers 503 (>= 1; the backend's
+            ``publish_timeout``).
 
     Raises:
         ConfigError: a value of the wrong type or out of range, or an invalid topic; the
@@ -107,6 +113,7 @@ class QueuesConfig:
     max_redeliveries: int = 5
     idempotency_hours: int = 24
     schedule: Mapping[str, TopicSchedule] = field(default_factory=dict, hash=False)
+    publish_timeout_secs: int = 5
 
     def __post_init__(self) -> None:
         check_bool(self.enabled, "enabled", site=_SITE)

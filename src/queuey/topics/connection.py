@@ -1,6 +1,6 @@
 """What an app's topics need from their transport, read from its settings: the database URL's
 sources, in order, and the backend options ``[queues]`` implies (``channel()``, ``poll_secs``,
-``lease_secs``, ``retain_hours``, ``max_redeliveries``).
+``lease_secs``, ``retain_hours``, ``max_redeliveries``, ``publish_timeout_secs``).
 
 The topic face depends on the backend contract only: the concrete backend is opened at the
 edge (``queuey run``, ``queuey publish`` and ``queuey serve`` open a ``PostgresBackend`` with
@@ -31,8 +31,9 @@ def resolve_database_url(flag: str | None, env: str | None, file_url: str | None
 def backend_options(config: QueuesConfig) -> dict[str, Any]:
     """The ``PostgresBackend`` keyword options an app's ``[queues]`` settings imply: woken on
     ``channel()``, polling every ``poll_secs``, leases of ``lease_secs``, handled messages kept
-    ``retain_hours`` (0: forever, ``retain=None``), and ``max_redeliveries`` lost leases before
-    a message is left failed."""
+    ``retain_hours`` (0: forever, ``retain=None``), ``max_redeliveries`` lost leases before
+    a message is left failed, and publishes waiting ``publish_timeout_secs`` for the
+    database."""
     retain = None if config.retain_hours == 0 else timedelta(hours=config.retain_hours)
     return {
         "channel": config.channel(),
@@ -40,4 +41,5 @@ def backend_options(config: QueuesConfig) -> dict[str, Any]:
         "lease": timedelta(seconds=config.lease_secs),
         "retain": retain,
         "max_redeliveries": config.max_redeliveries,
+        "publish_timeout": timedelta(seconds=config.publish_timeout_secs),
     }

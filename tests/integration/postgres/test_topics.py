@@ -56,11 +56,14 @@ async def run_until(subscriber: Subscriber, done: Callable[[], Any], timeout: fl
 
 
 async def test_connect_backend_uses_the_queues_settings(database_url: str, pg_schema: str) -> None:
-    config = QueuesConfig(prefix="shop", poll_secs=7, lease_secs=90, retain_hours=0)
+    config = QueuesConfig(
+        prefix="shop", poll_secs=7, lease_secs=90, retain_hours=0, publish_timeout_secs=2
+    )
     backend = await open_backend(database_url, pg_schema, config)
     try:
         assert isinstance(backend, PostgresBackend)
         assert (backend.channel, backend.poll_interval, backend.lease) == ("shop_queue", 7, 90)
+        assert backend.publish_timeout == 2
         assert backend.retain is None
     finally:
         await backend.close()

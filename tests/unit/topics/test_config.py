@@ -126,6 +126,7 @@ def test_zero_retain_hours_and_zero_backoff_are_valid() -> None:
         ({"poll_secs": 0}, "queues.poll_secs"),
         ({"batch": 0}, "queues.batch"),
         ({"lease_secs": 0}, "queues.lease_secs"),
+        ({"publish_timeout_secs": 0}, "queues.publish_timeout_secs"),
         ({"max_attempts": 0}, "queues.max_attempts"),
         ({"retry_backoff_secs": -1}, "queues.retry_backoff_secs"),
         ({"retain_hours": -1}, "queues.retain_hours"),

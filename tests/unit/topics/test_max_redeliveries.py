@@ -34,6 +34,7 @@ def test_it_is_read_from_the_app_file(tmp_path: Path) -> None:
         "lease": timedelta(seconds=300),
         "retain": timedelta(hours=24),
         "max_redeliveries": 2,
+        "publish_timeout": timedelta(seconds=5),
     }
 
 
