@@ -45,6 +45,7 @@ async def main() -> None:
     edit1 = await producer.enqueue_after(Refresh(page="/", reason="edit 1"), "30s")
     edit2 = await producer.enqueue_after(Refresh(page="/", reason="edit 2"), "30s")
     assert edit2 == edit1  # one job, now carrying "edit 2", due 30 s from the second call
+    assert (edit1.outcome, edit2.outcome) == ("inserted", "replaced")
 
     results = await producer.enqueue_many([DailyDigest(user="ada"), DailyDigest(user="ada")])
     print([result.inserted for result in results])  # [True, False]

@@ -31,6 +31,7 @@ from queuey.durations import Duration, parse_duration
 __all__ = [
     "ALL_STATES",
     "DEFAULT_STATES",
+    "EnqueueOutcome",
     "EnqueueResult",
     "FirstPublication",
     "IdempotencyKey",
@@ -122,22 +123,35 @@ class FirstPublication:
     fresh: bool
 
 
+EnqueueOutcome = Literal["inserted", "replaced", "skipped"]
+"""What an enqueue did: wrote a new job, gave a pending duplicate the new payload and due time
+(``on_conflict="replace"``), or wrote nothing (the key is held)."""
+
+
 class EnqueueResult(str):
     """A job id (a ``str``, so code that used the id as a string keeps working) that also
-    says whether the enqueue inserted a job.
+    says what the enqueue did.
 
     Attributes:
-        inserted: ``True`` when a new job was written; ``False`` when a unique duplicate was
-            refused (the string is then the existing job's id; with ``on_conflict="replace"``
-            that pending job took the new payload and due time).
+        outcome: ``"inserted"`` (a new job was written: the string is its id), ``"replaced"``
+            (``on_conflict="replace"``: the pending job holding the key, whose id the string
+            is, took the new payload and due time) or ``"skipped"`` (nothing was written: the
+            key is held by the job whose id the string is, e.g. with ``"skip"``, or one that
+            is done or failed and keeps its key).
+        inserted: ``outcome == "inserted"``.
     """
 
-    inserted: bool = True  # on the instance only when False: a bulk enqueue makes thousands
+    inserted: bool = True  # on the instance only when not inserted: bulk enqueues make many
+    outcome: EnqueueOutcome = "inserted"
 
-    def __new__(cls, job_id: str, inserted: bool = True) -> EnqueueResult:
+    def __new__(
+        cls, job_id: str, inserted: bool = True, outcome: EnqueueOutcome | None = None
+    ) -> EnqueueResult:
         result = str.__new__(cls, job_id)
-        if not inserted:
+        chosen = outcome or ("inserted" if inserted else "skipped")
+        if chosen != "inserted":
             result.inserted = False
+            result.outcome = chosen
         return result
 
     @property
@@ -146,10 +160,10 @@ class EnqueueResult(str):
         return str.__str__(self)
 
     def __repr__(self) -> str:
-        return f"EnqueueResult({self.job_id!r}, inserted={self.inserted})"
+        return f"EnqueueResult({self.job_id!r}, outcome={self.outcome!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (EnqueueResult, (self.job_id, self.inserted))
+        return (EnqueueResult, (self.job_id, self.inserted, self.outcome))
 
 
 @dataclass(frozen=True)

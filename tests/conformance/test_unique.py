@@ -93,37 +93,6 @@ async def test_replace_debounces_a_pending_job(backend: Backend) -> None:
     assert notes == [(first.job_id, "new")]
 
 
-async def test_replace_leaves_a_running_job_alone(backend: Backend) -> None:
-    needs_unique(backend)
-    queues, Sync = kit(Unique(by=("account_id",), on_conflict="replace"))
-    producer = await Producer.create(queues, backend)
-    worker = Worker(queues, backend)
-    started, release = asyncio.Event(), asyncio.Event()
-    notes: list[str] = []
-
-    @worker.handler(Sync)
-    async def handle(job: Any, ctx: JobContext) -> None:
-        started.set()
-        await release.wait()
-        notes.append(job.note)
-
-    first = await producer.enqueue(Sync(account_id=1, note="running"))
-    task = asyncio.create_task(worker.run())
-    try:
-        await asyncio.wait_for(started.wait(), 10)
-        again = await producer.enqueue(Sync(account_id=1, note="late"))
-        assert again == first and not again.inserted
-        release.set()
-        async with asyncio.timeout(10):
-            while not notes:
-                await asyncio.sleep(0.01)
-        await asyncio.sleep(0.3)
-    finally:
-        worker.shutdown()
-        await task
-    assert notes == ["running"]
-
-
 async def test_done_and_dead_release_the_key_by_default(backend: Backend) -> None:
     needs_unique(backend)
     queues, Sync = kit(Unique(by=("account_id",)))

@@ -227,7 +227,17 @@ def failed_retry(
         if row_id
         else admin.retry_all(queue=queue, status=status)
     )
-    _report(admin, _operate(work), "retry", "retried", row_id, queue, schema, status)
+    touched = _operate(work)
+    held = _operate(admin.held(row_id, queue=queue, status=status))
+    for row in held:
+        click.echo(
+            f"left {row.id} {status}: job {row.holder} ({row.holder_status}) holds its unique "
+            "key, and retrying it would run the key twice",
+            err=not touched,
+        )
+    if held and not touched:
+        sys.exit(EXIT_NOT_FOUND)
+    _report(admin, touched, "retry", "retried", row_id, queue, schema, status)
 
 
 @failed_group.command("discard")

@@ -20,6 +20,7 @@ from queuey.backends.base import Delivery
 from queuey.backends.memory._store import QueueState, Store, now
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, NotSupportedError
+from queuey.unique import State
 
 __all__ = ["MemoryConsumer", "MemoryDelivery", "Slots"]
 
@@ -96,7 +97,7 @@ class MemoryDelivery:
         """
         self._settle()
         self._queue.acked.append(self._envelope)
-        self._store.keys.moved(self._envelope.job_id, "done")
+        self._moved("done")
         self._store.track(self._envelope, "done", ran=True, result=result)
 
     async def cancelled(self) -> None:
@@ -114,18 +115,19 @@ class MemoryDelivery:
         as the job's last error, ``failure`` added to its attempt errors."""
         self._store.check_open()
         self._settle()
-        self._store.publish([envelope], delay)
         self._queue.acked.append(self._envelope)
-        self._store.keys.moved(envelope.job_id, "pending")
+        if self._store.superseded(self._queue, envelope):
+            return
+        self._store.publish([envelope], delay)
         self._store.track(envelope, "pending", ran=False, error=error, failure=failure)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Replace this delivery by ``envelope``, held for ``delay``."""
         self._store.check_open()
         self._settle()
-        self._store.defer(envelope, delay)
         self._queue.acked.append(self._envelope)
-        self._store.keys.moved(envelope.job_id, "pending")
+        if not self._store.superseded(self._queue, envelope):
+            self._store.defer(envelope, delay)
 
     async def dead_letter(self, reason: str, failure: AttemptError | None = None) -> None:
         """Move the envelope to the dead letters with ``reason`` (``failure``: as for
@@ -133,14 +135,19 @@ class MemoryDelivery:
         self._store.check_open()
         self._settle()
         self._queue.dead.append((self._envelope, reason))
-        self._store.keys.moved(self._envelope.job_id, "failed")
+        self._moved("failed")
         self._store.track(self._envelope, "failed", ran=True, error=reason, failure=failure)
 
     async def release(self) -> None:
         """Put the envelope back in its queue untouched."""
         self._settle()
-        self._store.insert(self._envelope)
-        self._store.keys.moved(self._envelope.job_id, "pending")
+        if not self._store.superseded(self._queue, self._envelope):
+            self._store.insert(self._envelope)
+
+    def _moved(self, state: State) -> None:
+        """The job ended in ``state``; a debounced successor waiting behind it may run now."""
+        if self._store.keys.moved(self._envelope.job_id, state):
+            self._queue.changed.set()
 
     def _settle(self, *, cancelling: bool = False) -> None:
         if self._settled:
@@ -151,6 +158,7 @@ class MemoryDelivery:
         if self._cancel.done():
             self._queue.cancelled.append(self._envelope)
             self._store.keys.release(self._envelope.job_id)
+            self._queue.changed.set()
             self._store.track(self._envelope, "cancelled", ran=True)
         if self._cancel.done() and not cancelling:
             raise BackendError(
@@ -230,11 +238,13 @@ class MemoryConsumer:
                 del pending[index]
                 self._store.keys.moved(item.envelope.job_id, "failed")
                 self._store.expire(self._queue, item.envelope)
-            elif wanted is None or item.envelope.job_type in wanted:
+            elif (
+                wanted is None or item.envelope.job_type in wanted
+            ) and not self._store.keys.held_back(item.envelope.job_id):
                 del pending[index]
                 return item.envelope
             else:
-                index += 1  # another consumer's job type: leave it
+                index += 1  # another consumer's job type, or a successor waiting: leave it
         return None
 
     async def _wait(self) -> None:

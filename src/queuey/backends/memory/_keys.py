@@ -1,8 +1,10 @@
 """The memory backend's unique keys, idempotency keys, schedules and wall clock.
 
 ``Keys`` mirrors what PostgreSQL keeps on its rows: which job holds each full unique key, the
-state of every job published with a key (so a move into a state outside its refused set
-releases the key, for good), the idempotency keys of topic publications with the time they
+state of every job published with a key (a move into a state outside its refused set releases
+the key; a move back to pending takes it back, unless a newer job holds it: see ``back``; a
+running debounced job holds its key with ``#running`` appended, so one pending successor can
+wait behind it), the idempotency keys of topic publications with the time they
 were used, and the schedules' shared records. The wall clock is the event loop's: anchored to
 the real time (or to ``start``) at first use, it then advances with the loop's clock, so under
 virtual time (looptime) a day of slots passes in no wall time.
@@ -18,7 +20,12 @@ from datetime import UTC, datetime
 from queuey.schedule import ScheduleRecord
 from queuey.unique import STATE_BITS, State
 
-__all__ = ["Holder", "Keys", "WallClock"]
+__all__ = ["RUNNING", "Holder", "Keys", "WallClock"]
+
+RUNNING = "#running"
+"""Appended to the key a running debounced job holds (as on PostgreSQL)."""
+
+_ENDED = STATE_BITS["done"] | STATE_BITS["failed"]
 
 
 class WallClock:
@@ -48,11 +55,20 @@ class WallClock:
 
 @dataclass
 class Holder:
-    """A job published with a unique key: its state, and the full key while it holds it."""
+    """A job published with a unique key: the key it holds now (``None`` once released), its
+    own full key, its refused states, whether it debounces, and its state."""
 
     key: str | None
+    kept: str
     mask: int
+    replace: bool
     state: State
+
+    @property
+    def debounced(self) -> bool:
+        """``on_conflict="replace"`` refusing pending and running only: while it runs, a
+        newer duplicate waits behind it as its successor."""
+        return self.replace and bool(self.mask & STATE_BITS["running"]) and not self.mask & _ENDED
 
 
 @dataclass
@@ -75,27 +91,63 @@ class Keys:
         """The id of the job holding ``key``, if any."""
         return self.holders.get(key)
 
-    def take(self, key: str, job_id: str, mask: int) -> None:
+    def take(self, key: str, job_id: str, mask: int, replace: bool = False) -> None:
         """Job ``job_id`` (pending) now holds ``key``."""
         self.holders[key] = job_id
-        self.jobs[job_id] = Holder(key, mask, "pending")
+        self.jobs[job_id] = Holder(key, key, mask, replace, "pending")
 
-    def moved(self, job_id: str, state: State) -> None:
-        """Job ``job_id`` moved into ``state``: its key is released unless ``state`` is
-        refused (nothing happens for a job published without a key)."""
+    def moved(self, job_id: str, state: State) -> bool:
+        """Job ``job_id`` moved into ``state`` (running, done or failed): its key is released
+        unless ``state`` is refused; a debounced job starting holds it as ``#running``
+        (nothing happens for a job published without a key). Whether a ``#running`` key was
+        released (its successor may run now)."""
         holder = self.jobs.get(job_id)
         if holder is None:
-            return
+            return False
         holder.state = state
-        if holder.key is not None and not holder.mask & STATE_BITS[state]:
-            self.holders.pop(holder.key, None)
-            holder.key = None
+        if holder.key is None:
+            return False
+        if state == "running" and holder.debounced:
+            self._hold(holder, job_id, holder.kept + RUNNING)
+        elif not holder.mask & STATE_BITS[state]:
+            released = holder.key.endswith(RUNNING)
+            self._hold(holder, job_id, None)
+            return released
+        return False
+
+    def back(self, job_id: str) -> str | None:
+        """Job ``job_id`` goes back to pending (a retry, a deferral, a hand-back): it takes
+        its own key back. When another job holds that key by now (a newer duplicate enqueued
+        while this one ran), that job's id: this one is superseded and must not run again."""
+        holder = self.jobs.get(job_id)
+        if holder is None:
+            return None
+        rival = self.holders.get(holder.kept)
+        if rival is not None and rival != job_id:
+            return rival
+        holder.state = "pending"
+        self._hold(holder, job_id, holder.kept)
+        return None
+
+    def held_back(self, job_id: str) -> bool:
+        """Whether pending job ``job_id`` waits for its key's running holder to end (a
+        debounced successor is never run beside the run it follows)."""
+        holder = self.jobs.get(job_id)
+        return holder is not None and holder.debounced and holder.kept + RUNNING in self.holders
 
     def release(self, job_id: str) -> None:
         """Job ``job_id`` was cancelled: its key is released and it is forgotten."""
         holder = self.jobs.pop(job_id, None)
-        if holder is not None and holder.key is not None:
-            self.holders.pop(holder.key, None)
+        if holder is not None:
+            self._hold(holder, job_id, None)
+
+    def _hold(self, holder: Holder, job_id: str, key: str | None) -> None:
+        """``holder`` (job ``job_id``) now holds ``key`` instead of the one it held."""
+        if holder.key is not None and self.holders.get(holder.key) == job_id:
+            del self.holders[holder.key]
+        holder.key = key
+        if key is not None:
+            self.holders[key] = job_id
 
     def state(self, job_id: str) -> State | None:
         """The state of a job published with a key; ``None`` for any other."""

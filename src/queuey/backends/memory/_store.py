@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import socket
 from collections.abc import Sequence
@@ -28,6 +29,8 @@ from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
 from queuey.unique import EnqueueResult, UniqueKey
+
+log = logging.getLogger("queuey.memory")
 
 __all__ = ["JobRecord", "Pending", "QueueState", "Store", "Waiting", "now"]
 
@@ -299,14 +302,36 @@ class Store:
             holder = None if full is None else self.keys.holder(full)
             if holder is None:
                 if key is not None and full is not None:
-                    self.keys.take(full, envelope.job_id, key.mask)
+                    self.keys.take(full, envelope.job_id, key.mask, key.replace)
                 self.publish([envelope], delay)
-                results.append(EnqueueResult(envelope.job_id, True))
+                results.append(EnqueueResult(envelope.job_id))
                 continue
             if key is not None and key.replace and self.keys.state(holder) == "pending":
                 self._replace(holder, envelope, delay)
-            results.append(EnqueueResult(holder, False))
+                results.append(EnqueueResult(holder, outcome="replaced"))
+                continue
+            results.append(EnqueueResult(holder, outcome="skipped"))
         return results
+
+    def superseded(self, queue: QueueState, envelope: Envelope) -> bool:
+        """Whether ``envelope``'s job, going back to pending, is superseded: another job took
+        its unique key while it ran. It then ends cancelled, saying which job holds the key
+        (logged at WARNING), and must not be made deliverable again."""
+        rival = self.keys.back(envelope.job_id)
+        if rival is None:
+            return False
+        queue.cancelled.append(envelope)
+        reason = (
+            f"superseded: job {rival} holds its unique key (enqueued while this one ran); "
+            "running this one again would run the key twice"
+        )
+        self.track(envelope, "cancelled", ran=False, error=reason)
+        self.keys.release(envelope.job_id)
+        log.warning(
+            "job %s ends cancelled, %s", envelope.job_id, reason.removeprefix("superseded: ")
+        )
+        self._activity.set()
+        return True
 
     def _replace(self, job_id: str, envelope: Envelope, delay: timedelta | None) -> None:
         """Pending job ``job_id`` takes ``envelope``'s payload and headers, due after

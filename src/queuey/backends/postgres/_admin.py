@@ -23,7 +23,7 @@ from typing import Any, Literal
 from queuey._validation import check_int
 from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.postgres._cancel import cancel_channel, cancel_result
-from queuey.backends.postgres._rows import FailedRow, QueueStatus, RowDetail, Touched
+from queuey.backends.postgres._rows import FailedRow, Held, QueueStatus, RowDetail, Touched
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
 from queuey.errors import ConfigError
@@ -156,10 +156,12 @@ class Admin:
     async def retry(
         self, row_id: str | uuid.UUID, *, queue: str | None = None, status: Stopped = "failed"
     ) -> list[Touched]:
-        """Put one failed row back to pending: due now, ``attempts`` and ``redeliveries`` 0, its
-        last error kept, its workers woken. A row that is not failed is left alone: a running
-        one (cancelled while it runs included: it stays running until its run ends) is never
-        retried while its run goes on (``show`` tells its status).
+        """Put one failed row back to pending: due now, ``attempts``, ``redeliveries`` and
+        ``deferrals`` 0, its last error kept, its workers woken. A row that is not failed is
+        left alone: a running one (cancelled while it runs included: it stays running until its
+        run ends) is never retried while its run goes on (``show`` tells its status). A unique
+        job takes its key back; when another job holds that key, the row is left alone too
+        (retrying it would run the key twice): ``held`` says which job.
 
         Args:
             row_id: the row's id.
@@ -183,7 +185,8 @@ class Admin:
         self, *, queue: str | None = None, status: Stopped = "failed"
     ) -> list[Touched]:
         """Like ``retry`` for every row of ``status`` (of ``queue`` when given); counts per
-        queue.
+        queue. Of several rows of one unique key, only the newest goes back; the others, and
+        any whose key another job holds, are left alone (``held`` lists them).
 
         Raises:
             BackendError, SchemaError: as for ``status``.
@@ -192,6 +195,24 @@ class Admin:
             touched = await store.ops_retry(None, queue, self.channel, status)
             await self._audit(store, "bulk retry", touched, queue, None, status)
             return touched
+
+    async def held(
+        self,
+        row_id: str | uuid.UUID | None = None,
+        *,
+        queue: str | None = None,
+        status: Stopped = "failed",
+    ) -> list[Held]:
+        """The rows of ``status`` (this one, of ``queue`` when given) that a retry leaves
+        alone because another job holds their unique key, with that job (at most 100).
+
+        Raises:
+            ConfigError: ``row_id`` is not a UUID.
+            BackendError, SchemaError: as for ``status``.
+        """
+        found = None if row_id is None else parse_id(row_id)
+        async with self._session() as store:
+            return await store.ops_held(found, queue, status)
 
     async def discard(
         self, row_id: str | uuid.UUID, *, queue: str | None = None, status: Stopped = "failed"

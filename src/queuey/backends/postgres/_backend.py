@@ -43,6 +43,7 @@ from queuey.backends.postgres._publish import (
     bulk_params,
     copy_rows,
     fold,
+    folded,
     once_params,
     single_params,
     unique_params,
@@ -156,6 +157,7 @@ class PostgresBackend:
             owner=self.owner,
             lease=self.lease,
             publish_timeout=self.publish_timeout,
+            channel=self.channel,
         )
         self._waker = Waker()
         self._outage = Outage("PostgreSQL", self._waker.wake_all)
@@ -371,9 +373,9 @@ class PostgresBackend:
         params = unique_params(sent, sent_keys, seconds, self._ttl, self.channel)
         rows = await self._store.publish_unique(params, connection)
         results, seen = [], set()
-        for at in where:
+        for at, key in zip(where, keys, strict=True):
             row = rows[at]
-            results.append(EnqueueResult(row.id, row.inserted and at not in seen))
+            results.append(EnqueueResult(row.id, outcome=folded(row.outcome, at in seen, key)))
             seen.add(at)
         return results
 

@@ -31,6 +31,7 @@ from queuey.secrets import redact
 
 __all__ = [
     "DatabaseUnavailableError",
+    "KeyTakenError",
     "RefusedError",
     "UndefinedTableError",
     "database_errors",
@@ -52,6 +53,11 @@ class RefusedError(BackendError, ValueError):
     constraint, a trigger): running it again fails the same way."""
 
 
+class KeyTakenError(RefusedError):
+    """A statement gave a row a unique key another row took meanwhile (a unique violation):
+    run again, it sees that row."""
+
+
 class UndefinedTableError(BackendError):
     """A statement named a table that does not exist (the schema is not migrated)."""
 
@@ -67,6 +73,8 @@ def translate(exc: psycopg.Error | OSError) -> BackendError:
         return DatabaseUnavailableError(text)
     if isinstance(exc, psycopg.errors.UndefinedTable):
         return UndefinedTableError(text)
+    if isinstance(exc, psycopg.errors.UniqueViolation):
+        return KeyTakenError(text)
     if isinstance(exc, _REFUSALS):
         return RefusedError(text)
     return BackendError(text)

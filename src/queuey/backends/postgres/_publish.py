@@ -25,10 +25,11 @@ from pydantic_core import to_json
 
 from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
 from queuey.envelope import Envelope, Kind
-from queuey.unique import IdempotencyKey, UniqueKey
+from queuey.unique import EnqueueOutcome, IdempotencyKey, UniqueKey
 
 __all__ = [
     "REPLACE_BIT",
+    "folded",
     "SingleQuery",
     "TtlOf",
     "CopyRows",
@@ -198,6 +199,15 @@ def fold(
             update = {"payload": envelope.payload, "headers": envelope.headers}
             sent[at] = sent[at].model_copy(update=update)
     return sent, sent_keys, where
+
+
+def folded(outcome: EnqueueOutcome, again: bool, key: UniqueKey | None) -> EnqueueOutcome:
+    """The outcome of an envelope of a ``publish_unique`` call: its row's ``outcome``, unless
+    ``fold`` folded it into an earlier envelope of the call (``again``): then it replaced that
+    one's payload (``replace``) or was skipped."""
+    if not again:
+        return outcome
+    return "replaced" if key is not None and key.replace else "skipped"
 
 
 def unique_params(

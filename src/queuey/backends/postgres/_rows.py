@@ -23,6 +23,7 @@ from queuey.attempts import AttemptError
 from queuey.backends.base import JobInfo, Progress, QueueDepth
 from queuey.envelope import Envelope, Kind
 from queuey.queues import QueueConfig
+from queuey.unique import EnqueueOutcome
 
 __all__ = [
     "Claim",
@@ -34,6 +35,7 @@ __all__ = [
     "Enqueued",
     "FirstUse",
     "FailedRow",
+    "Held",
     "QueueStatus",
     "Reclaimed",
     "RowDetail",
@@ -80,10 +82,11 @@ class Claimed:
 
 @dataclass(frozen=True, slots=True)
 class Enqueued:
-    """One row of ``publish_unique``: the id written or found, and whether it was written."""
+    """One row of ``publish_unique``: the id written or found, and what the statement did
+    (``"inserted"``, ``"replaced"`` or ``"skipped"``)."""
 
     id: str
-    inserted: bool
+    outcome: EnqueueOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +224,16 @@ class Touched:
     kind: Kind
     queue: str
     count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A failed (or cancelled) row a retry leaves alone: ``holder`` (in ``holder_status``)
+    holds its unique key, and retrying it would run the key twice."""
+
+    id: str
+    holder: str
+    holder_status: str
 
 
 _CLAIM_COLUMNS = (

@@ -13,6 +13,7 @@ inspections raise it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -29,6 +30,7 @@ from queuey.backends.base import JobInfo
 from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
 from queuey.backends.postgres._errors import (
     DatabaseUnavailableError,
+    KeyTakenError,
     UndefinedTableError,
     database_errors,
 )
@@ -40,6 +42,7 @@ from queuey.backends.postgres._rows import (
     Enqueued,
     FailedRow,
     FirstUse,
+    Held,
     QueueStatus,
     Reclaimed,
     RowDetail,
@@ -54,6 +57,8 @@ from queuey.errors import SchemaError
 from queuey.queues import QueueConfig
 from queuey.schedule import ScheduleRecord
 from queuey.secrets import remember
+
+log = logging.getLogger("queuey.postgres")
 
 __all__ = ["BACKGROUND_TIMEOUT", "Params", "PublishQuery", "Store", "schema_error"]
 
@@ -84,6 +89,8 @@ class Store:
         publish_timeout: how long a publish on a connection of the store waits for one
             (seconds; ``None``: the pool's default). A publish on the caller's connection
             runs as that connection does.
+        channel: the typed queues' NOTIFY channel, woken when a debounced job ends (its
+            successor may run).
     """
 
     def __init__(
@@ -95,8 +102,10 @@ class Store:
         owner: str = "",
         lease: float = 0.0,
         publish_timeout: float | None = None,
+        channel: str = "",
     ) -> None:
         self.statements = statements
+        self.channel = channel
         self.owner = owner
         self.lease = lease
         self.publish_timeout = publish_timeout
@@ -184,7 +193,12 @@ class Store:
         with database_errors():
             async with await psycopg.AsyncConnection.connect(self._conninfo, **options) as conn:
                 bound = Store(
-                    self.statements, self._conninfo, Lent(conn), owner=self.owner, lease=self.lease
+                    self.statements,
+                    self._conninfo,
+                    Lent(conn),
+                    owner=self.owner,
+                    lease=self.lease,
+                    channel=self.channel,
                 )
                 if check_schema:
                     await bound.check_schema()
@@ -330,7 +344,12 @@ class Store:
     async def ack(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
         """``ack``: record the success of each run (``ids[i]``, ``attempts[i]``) this owner
         holds; returns the ids NOT recorded (their claim was lost)."""
-        params = {"ids": text_array(ids), "attempts": number_array(attempts), "owner": self.owner}
+        params = {
+            "ids": text_array(ids),
+            "attempts": number_array(attempts),
+            "owner": self.owner,
+            "channel": self.channel,
+        }
         return set(await self._fetch("ack", params, scalar_row, BACKGROUND_TIMEOUT))
 
     async def ack_results(
@@ -348,6 +367,7 @@ class Store:
             "results": nullable_text_array(results),
             "owner": self.owner,
             "results_channel": channel,
+            "channel": self.channel,
         }
         return set(await self._fetch("ack_results", params, scalar_row, BACKGROUND_TIMEOUT))
 
@@ -359,7 +379,7 @@ class Store:
     async def release(self, row_id: str, attempts: int) -> bool:
         """``release``: hand run ``attempts`` of ``row_id`` back, due now, the run not counted.
         Like every fenced settle, ``False`` when this owner no longer holds that run."""
-        return await self._fenced("release", row_id, attempts, {})
+        return await self._back("release", row_id, attempts, {})
 
     async def reschedule(
         self,
@@ -387,14 +407,19 @@ class Store:
             "failure": failure,
             "keep_errors": MAX_ATTEMPT_ERRORS,
         }
-        return await self._fenced("reschedule", row_id, attempts, changes)
+        return await self._back("reschedule", row_id, attempts, changes)
 
     async def dead_letter(
         self, row_id: str, attempts: int, reason: str, failure: str | None = None
     ) -> bool:
         """``dead_letter``: failed for good with ``reason`` (``failure``: as for
         ``reschedule``)."""
-        params = {"reason": reason, "failure": failure, "keep_errors": MAX_ATTEMPT_ERRORS}
+        params = {
+            "reason": reason,
+            "failure": failure,
+            "keep_errors": MAX_ATTEMPT_ERRORS,
+            "channel": self.channel,
+        }
         return await self._fenced("dead_letter", row_id, attempts, params)
 
     async def finish_cancel(self, row_id: str, attempts: int) -> bool:
@@ -424,7 +449,7 @@ class Store:
     async def complete(self, conn: Connection, row_id: str, attempts: int) -> bool:
         """``complete``: record run ``attempts`` of ``row_id`` done on ``conn`` (the handler's
         transaction); ``False`` when the fence refused it (claim lost or job cancelled)."""
-        fence = {"id": row_id, "owner": self.owner, "attempts": attempts}
+        fence = {"id": row_id, "owner": self.owner, "attempts": attempts, "channel": self.channel}
         with database_errors():
             cursor = await conn.execute(self.statements["complete"], fence)
         return cursor.rowcount > 0
@@ -434,6 +459,28 @@ class Store:
         on ``channel``); returns the status it had, ``None`` when no such row could be."""
         rows = await self._fetch("cancel", {"id": row_id, "channel": channel}, scalar_row)
         return str(rows[0]) if rows else None
+
+    async def _back(self, name: str, row_id: str, attempts: int, params: Params) -> bool:
+        """A fenced statement that puts the row back to pending, where a unique job takes its
+        key back or ends superseded (logged at WARNING). Run again when another row took the
+        key between the statement's snapshot and its write (it then sees that row)."""
+        fence = {"id": row_id, "owner": self.owner, "attempts": attempts}
+        for tries in range(1, 4):
+            try:
+                rows = await self._fetch(name, {**fence, **params}, tuple_row, BACKGROUND_TIMEOUT)
+                break
+            except KeyTakenError:
+                if tries == 3:
+                    raise
+        if rows and rows[0][1] is not None:
+            log.warning(
+                "job %s ends cancelled, superseded by job %s, which holds its unique key "
+                "(enqueued while it ran): running it again would run the key twice",
+                row_id,
+                rows[0][1],
+                extra={"job_id": row_id},
+            )
+        return bool(rows)
 
     async def _fenced(self, name: str, row_id: str, attempts: int, params: Params) -> bool:
         fence = {"id": row_id, "owner": self.owner, "attempts": attempts}
@@ -616,7 +663,19 @@ class Store:
         """``ops_retry``: rows of ``status`` (this one, of this queue) pending again, due now;
         one notification on ``channel`` per queue."""
         params = {"id": row_id, "queue": queue, "channel": channel, "status": status}
-        return await self._fetch("ops_retry", params, class_row(Touched))
+        for tries in range(1, 4):
+            try:
+                return await self._fetch("ops_retry", params, class_row(Touched))
+            except KeyTakenError:  # a job took a key between the snapshot and the write
+                if tries == 3:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def ops_held(self, row_id: str | None, queue: str | None, status: str) -> list[Held]:
+        """``ops_held``: rows of ``status`` (this one, of this queue) that a retry leaves
+        alone because another job holds their unique key."""
+        params = {"id": row_id, "queue": queue, "status": status}
+        return await self._fetch("ops_held", params, class_row(Held))
 
     async def ops_discard(
         self, row_id: str | None, queue: str | None, status: str = "failed"

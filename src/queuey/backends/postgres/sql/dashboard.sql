@@ -267,16 +267,14 @@ LIMIT %(limit)s;
 -- or cancelled) when not NULL, else every failed row of the filter (kind and queue when not
 -- NULL, job type when not NULL, text as in list_queue) among the ids the confirmation
 -- %(token)s counted (bulk_snapshot; taken once: `found` says whether it was still there).
+-- A unique job whose key another job holds is left alone, as by ops_retry.
 WITH taken AS (
     DELETE FROM {bulk}
     WHERE token = %(token)s::text AND actor = %(actor)s AND action = %(action)s
       AND until > now()
     RETURNING ids
-), touched AS (
-    UPDATE {table}
-    SET status = 'pending', attempts = 0, redeliveries = 0, available_at = now(),
-        expires_at = now() + (expires_at - available_at), processed_at = NULL,
-        claimed_at = NULL, claimed_by = NULL, lease_until = NULL
+), candidates AS (
+    SELECT id, seq, unique_kept FROM {table}
     WHERE (status = 'failed' OR (status = 'cancelled' AND %(id)s::uuid IS NOT NULL))
       AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
       AND (%(kind)s::text IS NULL OR (kind = %(kind)s::text AND queue = %(queue)s::text))
@@ -284,6 +282,20 @@ WITH taken AS (
       AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
                        || payload::text), lower(%(text)s::text)) > 0
       AND (%(token)s::text IS NULL OR id = ANY(coalesce((SELECT ids FROM taken), '{{}}')))
+), chosen AS (
+    -- A unique job takes its key back; one whose key another job holds stays (ops_retry).
+    SELECT c.id FROM candidates AS c
+    WHERE c.unique_kept IS NULL
+       OR (NOT EXISTS (SELECT 1 FROM {table} AS h
+                       WHERE h.unique_key = c.unique_kept AND h.id <> c.id)
+           AND c.seq = (SELECT max(o.seq) FROM candidates AS o
+                        WHERE o.unique_kept = c.unique_kept))
+), touched AS (
+    UPDATE {table}
+    SET status = 'pending', attempts = 0, redeliveries = 0, deferrals = 0, available_at = now(),
+        expires_at = now() + (expires_at - available_at), processed_at = NULL,
+        claimed_at = NULL, claimed_by = NULL, lease_until = NULL, unique_key = unique_kept
+    WHERE id IN (SELECT id FROM chosen) AND status IN ('failed', 'cancelled')
     RETURNING kind, queue
 ), logged AS (
     INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)

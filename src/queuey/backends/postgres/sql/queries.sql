@@ -80,8 +80,10 @@ SELECT pg_notify(%(channel)s, queue) FROM inserted;
 -- state is not inserted, and the holder is returned instead. ON CONFLICT DO UPDATE (not DO
 -- NOTHING) locks and returns the holder even when it was committed after this statement's
 -- snapshot; with replace (bit 16) a pending holder takes the new payload, headers and due
--- time, anything else keeps its own. One result per input row, in input order: the id, and
--- whether it was inserted. Keys are distinct within one call (the caller folds duplicates).
+-- time, anything else keeps its own. A running holder of a debounced job holds the key with
+-- '#running' appended (see claim), so the key itself is free for one pending successor. One
+-- result per input row, in input order: the id and the outcome (inserted, replaced or
+-- skipped). Keys are distinct within one call (the caller folds duplicates).
 WITH src AS (
     SELECT r.*, p.payload, h.headers,
            CASE WHEN r.key IS NULL OR r.period IS NULL THEN r.key
@@ -99,14 +101,15 @@ WITH src AS (
 ), written AS (
     INSERT INTO {table} AS m (id, kind, queue, job_type, status, priority, attempts, deferrals,
                               payload, headers, published_by, enqueued_at_ms, available_at,
-                              expires_at, processed_at, unique_key, unique_states)
+                              expires_at, processed_at, unique_key, unique_kept,
+                              unique_states)
     SELECT id, kind, queue, job_type,
            CASE WHEN kind = 'topic' AND job_type = '' THEN 'done' ELSE 'pending' END,
            priority, attempt - 1, deferrals, payload, headers, published_by, enqueued_at_ms,
            now() + make_interval(secs => %(delay)s::float8),
            now() + make_interval(secs => %(delay)s::float8 + ttl),
            CASE WHEN kind = 'topic' AND job_type = '' THEN now() END,
-           full_key, coalesce(mask, 0)
+           full_key, full_key, coalesce(mask, 0)
     FROM src
     ORDER BY n
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO UPDATE
@@ -123,7 +126,10 @@ WITH src AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM written WHERE status = 'pending') AS q
 )
-SELECT coalesce(w.id, src.id)::text AS id, (w.id IS NULL OR w.id = src.id) AS inserted
+SELECT coalesce(w.id, src.id)::text AS id,
+       CASE WHEN w.id IS NULL OR w.id = src.id THEN 'inserted'
+            WHEN w.status = 'pending' AND src.mask & 16 <> 0 THEN 'replaced'
+            ELSE 'skipped' END AS outcome
 FROM src LEFT JOIN written AS w ON w.unique_key = src.full_key
 WHERE (SELECT count(*) FROM woke) >= 0
 ORDER BY src.n;
@@ -187,7 +193,10 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 -- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
 -- a clean batch stops before it, so a poisoned job cannot drag innocent rows into its crashes.
 -- A unique job whose refused states leave out running releases its key here (a plain row's is
--- NULL already). Rows come back with their position in claim order (UPDATE … RETURNING has no order of its
+-- NULL already). A debounced job (replace, bit 16, refusing pending and running only: bits
+-- 30 = 18) holds its key as '#running' while it runs, so one pending successor can take the
+-- key meanwhile; that successor is not claimed while the '#running' key is held (the newest
+-- update runs after the run in progress, never beside it). Rows come back with their position in claim order (UPDATE … RETURNING has no order of its
 -- own), the payload as JSON text (decoded by the row factory's faster parser) and with empty
 -- headers as NULL (nothing to decode); waited is how long the row was due
 -- before this claim (seconds: the scheduling lag the metrics report). Columns are named for the row
@@ -241,6 +250,9 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
           AND (available_at, seq) >= (p.available_at, p.seq)
           AND (expires_at IS NULL OR expires_at > now())
           AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+          AND (unique_states & 30 <> 18
+               OR NOT EXISTS (SELECT 1 FROM {table} AS h
+                              WHERE h.unique_key = {table}.unique_key || '#running'))
         ORDER BY available_at, seq
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
@@ -257,7 +269,9 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
     UPDATE {table} AS m
     SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
         claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8),
-        unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL ELSE m.unique_key END
+        unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL
+                          WHEN m.unique_states & 30 = 18 THEN m.unique_key || '#running'
+                          ELSE m.unique_key END
     FROM ranked
     WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
     RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority,
@@ -282,19 +296,36 @@ SELECT claimed.*, due.due_in FROM due LEFT JOIN claimed ON true;
 -- name: release
 -- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
 -- the run it started not counted; a row whose cancel was asked for ends cancelled instead.
+-- Back to pending, a unique job takes its key back, or ends superseded (as reschedule says).
+-- Returns the row's status and the superseding job's id.
+WITH rival AS (
+    SELECT h.id FROM {table} AS m JOIN {table} AS h ON h.unique_key = m.unique_kept
+    WHERE m.id = %(id)s AND h.id <> m.id AND m.cancel_requested_at IS NULL
+)
 UPDATE {table}
-SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+SET status = CASE WHEN cancel_requested_at IS NOT NULL OR EXISTS (SELECT 1 FROM rival)
+                  THEN 'cancelled' ELSE 'pending' END,
     attempts = CASE WHEN cancel_requested_at IS NULL THEN attempts - 1 ELSE attempts END,
-    processed_at = CASE WHEN cancel_requested_at IS NULL THEN NULL ELSE now() END,
-    error = CASE WHEN cancel_requested_at IS NULL THEN error ELSE 'cancelled' END,
-    unique_key = CASE WHEN cancel_requested_at IS NULL THEN unique_key END,
+    processed_at = CASE WHEN cancel_requested_at IS NOT NULL OR EXISTS (SELECT 1 FROM rival)
+                        THEN now() END,
+    error = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+                 WHEN EXISTS (SELECT 1 FROM rival)
+                 THEN 'superseded: job ' || (SELECT id FROM rival)::text || ' holds its unique '
+                      || 'key (enqueued while this one ran); running this one again would run '
+                      || 'the key twice'
+                 ELSE error END,
+    unique_key = CASE WHEN cancel_requested_at IS NOT NULL OR EXISTS (SELECT 1 FROM rival)
+                      THEN NULL ELSE unique_kept END,
     claimed_by = NULL, lease_until = NULL, cancel_requested_at = NULL
-WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s;
+WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
+RETURNING status, (SELECT id::text FROM rival) AS rival;
 
 -- name: ack
 -- Successes, many at once, each fenced: a row is done only while this owner still holds the
--- attempt it ran and no cancel was asked for (then it ends cancelled); a unique key is released unless done is a refused state. Returns the ids NOT
--- recorded (their claim was lost), usually none.
+-- attempt it ran and no cancel was asked for (then it ends cancelled); a unique key is released
+-- unless done is a refused state. A debounced job (bits 30 = 18) that ends wakes its queue on
+-- %(channel)s: its successor may run now. Returns the ids NOT recorded (their claim was lost),
+-- usually none.
 WITH acked AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[]) AS a(id, attempts)
 ), done AS (
@@ -304,16 +335,20 @@ WITH acked AS (
     FROM acked
     WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
       AND m.attempts = acked.attempts AND m.cancel_requested_at IS NULL
-    RETURNING m.id
+    RETURNING m.id, m.queue, m.unique_states
+), woke AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM done WHERE unique_states & 30 = 18) AS q
 )
-SELECT acked.id::text AS id FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
+SELECT acked.id::text AS id FROM acked
+WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0;
 
 -- name: ack_results
 -- Successes of jobs that declare a result type: fenced exactly as ack (no cancel asked for),
 -- each row's result (JSON text; NULL for none) written in the same statement, so a worker that
 -- lost its claim writes no result and the winner's stands. Each row recorded is announced on %(results_channel)s
--- with its id (delivered at commit), waking the callers awaiting it. Returns the ids NOT
--- recorded.
+-- with its id (delivered at commit), waking the callers awaiting it (and a debounced job's
+-- queue on %(channel)s, as ack says). Returns the ids NOT recorded.
 WITH acked AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[], %(results)s::text[])
         AS a(id, attempts, result)
@@ -325,9 +360,14 @@ WITH acked AS (
     FROM acked
     WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
       AND m.attempts = acked.attempts AND m.cancel_requested_at IS NULL
-    RETURNING m.id, pg_notify(%(results_channel)s, m.id::text) AS told
+    RETURNING m.id, m.queue, m.unique_states,
+              pg_notify(%(results_channel)s, m.id::text) AS told
+), woke AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM done WHERE unique_states & 30 = 18) AS q
 )
-SELECT acked.id::text AS id FROM acked WHERE acked.id NOT IN (SELECT id FROM done);
+SELECT acked.id::text AS id FROM acked
+WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0;
 
 -- name: job_ends
 -- How each of the jobs %(ids)s stands, for the callers awaiting their results: its status,
@@ -341,46 +381,76 @@ WHERE id = ANY(%(ids)s::uuid[]);
 -- %(delay)s seconds. A retry's failed attempt (%(failure)s, JSON: attempt, type, message,
 -- traceback) joins the row's errors, stamped with the database's time and this worker, and
 -- only the latest %(keep_errors)s are kept (migration 0012); in the same statement, so
--- recording it costs no round trip.
+-- recording it costs no round trip. A unique job takes its key back (unique_kept). When
+-- another job holds it by now (a newer duplicate, enqueued while this one ran and its states
+-- let the key go), the newer job stands for the key: this one ends cancelled, its error saying
+-- which job superseded it. Returns the row's status and the superseding job's id.
+WITH rival AS (
+    SELECT h.id FROM {table} AS m JOIN {table} AS h ON h.unique_key = m.unique_kept
+    WHERE m.id = %(id)s AND h.id <> m.id
+)
 UPDATE {table}
-SET status = 'pending', attempts = %(next_attempts)s, deferrals = %(deferrals)s,
+SET status = CASE WHEN EXISTS (SELECT 1 FROM rival) THEN 'cancelled' ELSE 'pending' END,
+    attempts = %(next_attempts)s, deferrals = %(deferrals)s,
     priority = %(priority)s, available_at = now() + make_interval(secs => %(delay)s::float8),
     expires_at = now() + make_interval(secs => %(delay)s::float8 + %(ttl)s::float8),
-    error = coalesce(%(error)s, error), claimed_by = NULL, lease_until = NULL,
+    processed_at = CASE WHEN EXISTS (SELECT 1 FROM rival) THEN now() END,
+    error = CASE WHEN EXISTS (SELECT 1 FROM rival)
+                 THEN 'superseded: job ' || (SELECT id FROM rival)::text || ' holds its unique '
+                      || 'key (enqueued while this one ran); running this one again would run '
+                      || 'the key twice'
+                 ELSE coalesce(%(error)s, error) END,
+    claimed_by = NULL, lease_until = NULL,
+    unique_key = CASE WHEN EXISTS (SELECT 1 FROM rival) THEN NULL ELSE unique_kept END,
     errors = CASE WHEN %(failure)s::jsonb IS NULL THEN errors ELSE jsonb_path_query_array(
         coalesce(errors, '[]'::jsonb) || jsonb_build_array(%(failure)s::jsonb || jsonb_build_object(
             'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'),
             'worker', %(owner)s::text)),
         '$[last - $keep + 1 to last]', jsonb_build_object('keep', %(keep_errors)s::int)) END
 WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
-  AND cancel_requested_at IS NULL;
+  AND cancel_requested_at IS NULL
+RETURNING status, (SELECT id::text FROM rival) AS rival;
 
 -- name: dead_letter
 -- Dead letter, fenced (as ack): failed rows stay for a person, with the reason and the failed
 -- attempt's error added to the row's errors (as in reschedule); a unique key is released
--- unless failed is a refused state.
-UPDATE {table}
-SET status = 'failed', error = %(reason)s, processed_at = now(), claimed_by = NULL,
-    lease_until = NULL,
-    errors = CASE WHEN %(failure)s::jsonb IS NULL THEN errors ELSE jsonb_path_query_array(
-        coalesce(errors, '[]'::jsonb) || jsonb_build_array(%(failure)s::jsonb || jsonb_build_object(
-            'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'),
-            'worker', %(owner)s::text)),
-        '$[last - $keep + 1 to last]', jsonb_build_object('keep', %(keep_errors)s::int)) END,
-    unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
-WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
-  AND cancel_requested_at IS NULL;
+-- unless failed is a refused state (a debounced job wakes its queue, as ack says). Returns the
+-- row dead-lettered.
+WITH dead AS (
+    UPDATE {table}
+    SET status = 'failed', error = %(reason)s, processed_at = now(), claimed_by = NULL,
+        lease_until = NULL,
+        errors = CASE WHEN %(failure)s::jsonb IS NULL THEN errors ELSE jsonb_path_query_array(
+            coalesce(errors, '[]'::jsonb) || jsonb_build_array(%(failure)s::jsonb || jsonb_build_object(
+                'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'),
+                'worker', %(owner)s::text)),
+            '$[last - $keep + 1 to last]', jsonb_build_object('keep', %(keep_errors)s::int)) END,
+        unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
+    WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s
+      AND attempts = %(attempts)s AND cancel_requested_at IS NULL
+    RETURNING id, queue, unique_states
+), woke AS (
+    SELECT pg_notify(%(channel)s, queue) FROM dead WHERE unique_states & 30 = 18
+)
+SELECT id FROM dead WHERE (SELECT count(*) FROM woke) >= 0;
 
 -- name: complete
 -- Success recorded inside the handler's own transaction (ctx.transaction()), fenced like every
 -- settle: done only while this owner still holds the attempt it ran, so a worker that lost its
 -- lease (or a job cancelled meanwhile) matches no row and the caller rolls the handler's
--- writes back with it. A unique key is released unless done is a refused state.
-UPDATE {table}
-SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL,
-    unique_key = CASE WHEN unique_states & 4 = 0 THEN NULL ELSE unique_key END
-WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
-  AND cancel_requested_at IS NULL;
+-- writes back with it. A unique key is released unless done is a refused state (a debounced
+-- job wakes its queue at commit, as ack says). Returns the row completed.
+WITH done AS (
+    UPDATE {table}
+    SET status = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL,
+        unique_key = CASE WHEN unique_states & 4 = 0 THEN NULL ELSE unique_key END
+    WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s
+      AND attempts = %(attempts)s AND cancel_requested_at IS NULL
+    RETURNING id, queue, unique_states
+), woke AS (
+    SELECT pg_notify(%(channel)s, queue) FROM done WHERE unique_states & 30 = 18
+)
+SELECT id FROM done WHERE (SELECT count(*) FROM woke) >= 0;
 
 -- name: cancel
 -- Cancel one job. A pending row (due or scheduled) becomes cancelled and releases its unique key.
@@ -436,26 +506,41 @@ RETURNING id::text AS id, cancel_requested_at IS NOT NULL AS cancel_requested;
 
 -- name: reclaim
 -- Rows whose lease expired go back to pending (a redelivery, not a handler failure), or to
--- failed once they have lost %(max_redeliveries)s leases (a crash loop ends). Back to pending
--- keeps a unique key; failed releases it unless failed is a refused state. A row whose cancel
--- was asked for ends cancelled (its worker is gone, so is its run).
-UPDATE {table}
-SET redeliveries = redeliveries + CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 0 END,
-    status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
-                  WHEN redeliveries + 1 >= %(max_redeliveries)s THEN 'failed' ELSE 'pending' END,
-    error = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
-                 WHEN redeliveries + 1 >= %(max_redeliveries)s
-                 THEN 'worker lost ' || (redeliveries + 1)::text
+-- failed once they have lost %(max_redeliveries)s leases (a crash loop ends). Back to pending,
+-- a unique job takes its key back, or ends cancelled when a newer job holds it (as reschedule
+-- says); failed releases it unless failed is a refused state. A row whose cancel was asked for
+-- ends cancelled (its worker is gone, so is its run).
+WITH expired AS (
+    SELECT m.id, m.cancel_requested_at IS NOT NULL AS asked,
+           m.redeliveries + 1 >= %(max_redeliveries)s AS spent,
+           (SELECT h.id FROM {table} AS h
+            WHERE h.unique_key = m.unique_kept AND h.id <> m.id) AS rival
+    FROM {table} AS m
+    WHERE m.status = 'running' AND m.lease_until < now()
+    FOR UPDATE OF m SKIP LOCKED
+)
+UPDATE {table} AS m
+SET redeliveries = m.redeliveries + CASE WHEN e.asked THEN 0 ELSE 1 END,
+    status = CASE WHEN e.asked THEN 'cancelled' WHEN e.spent THEN 'failed'
+                  WHEN e.rival IS NOT NULL THEN 'cancelled' ELSE 'pending' END,
+    error = CASE WHEN e.asked THEN 'cancelled'
+                 WHEN e.spent
+                 THEN 'worker lost ' || (m.redeliveries + 1)::text
                       || ' times: the lease expired while the job was running each time'
+                 WHEN e.rival IS NOT NULL
+                 THEN 'superseded: job ' || e.rival::text || ' holds its unique key (enqueued '
+                      || 'while this one ran); running this one again would run the key twice'
                  ELSE 'the worker running this job was lost (lease expired)' END,
-    processed_at = CASE WHEN cancel_requested_at IS NOT NULL
-                          OR redeliveries + 1 >= %(max_redeliveries)s THEN now() END,
+    processed_at = CASE WHEN e.asked OR e.spent OR e.rival IS NOT NULL THEN now() END,
     claimed_by = NULL, lease_until = NULL, cancel_requested_at = NULL,
-    unique_key = CASE WHEN cancel_requested_at IS NOT NULL THEN NULL
-                      WHEN redeliveries + 1 >= %(max_redeliveries)s AND unique_states & 8 = 0
-                      THEN NULL ELSE unique_key END
-WHERE status = 'running' AND lease_until < now()
-RETURNING id::text AS id, status;
+    unique_key = CASE WHEN e.asked THEN NULL
+                      WHEN e.spent AND m.unique_states & 8 = 0 THEN NULL
+                      WHEN e.spent THEN m.unique_key
+                      WHEN e.rival IS NOT NULL THEN NULL
+                      ELSE m.unique_kept END
+FROM expired AS e
+WHERE m.id = e.id
+RETURNING m.id::text AS id, m.status;
 
 -- name: expire
 -- Pending rows past their queue's message TTL are dead-lettered, never dropped.
@@ -627,17 +712,29 @@ SELECT EXISTS (SELECT 1 FROM {table}
 
 -- name: ops_retry
 -- Failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL) back to
--- pending, due now, with a fresh
--- attempt and redelivery count, the same message TTL window from now, and the last error kept;
--- one notification per queue wakes its workers. Returns the count per (kind, queue).
-WITH touched AS (
-    UPDATE {table}
-    SET status = 'pending', attempts = 0, redeliveries = 0, available_at = now(),
-        expires_at = now() + (expires_at - available_at), processed_at = NULL,
-        claimed_at = NULL, claimed_by = NULL, lease_until = NULL
+-- pending, due now, with a fresh attempt, redelivery and deferral count, the same message TTL
+-- window from now, and the last error kept; one notification per queue wakes its workers.
+-- A unique job takes its key back (unique_kept): one whose key another job holds is left
+-- alone (ops_held names that job), and of several rows retried together under one key only
+-- the newest goes back, so a key never runs twice. Returns the count per (kind, queue).
+WITH candidates AS (
+    SELECT id, seq, unique_kept FROM {table}
     WHERE status = %(status)s::text
       AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
       AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+), chosen AS (
+    SELECT c.id FROM candidates AS c
+    WHERE c.unique_kept IS NULL
+       OR (NOT EXISTS (SELECT 1 FROM {table} AS h
+                       WHERE h.unique_key = c.unique_kept AND h.id <> c.id)
+           AND c.seq = (SELECT max(o.seq) FROM candidates AS o
+                        WHERE o.unique_kept = c.unique_kept))
+), touched AS (
+    UPDATE {table}
+    SET status = 'pending', attempts = 0, redeliveries = 0, deferrals = 0, available_at = now(),
+        expires_at = now() + (expires_at - available_at), processed_at = NULL,
+        claimed_at = NULL, claimed_by = NULL, lease_until = NULL, unique_key = unique_kept
+    WHERE id IN (SELECT id FROM chosen) AND status = %(status)s::text
     RETURNING kind, queue
 ), counted AS (
     SELECT kind, queue, count(*)::int AS touched FROM touched GROUP BY kind, queue
@@ -645,6 +742,18 @@ WITH touched AS (
 SELECT counted.kind, counted.queue, counted.touched AS count
 FROM counted, LATERAL pg_notify(%(channel)s, counted.queue)
 ORDER BY counted.kind, counted.queue;
+
+-- name: ops_held
+-- Failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL) that a
+-- retry leaves alone because another job holds their unique key: the row, the holder and the
+-- holder's status, oldest first.
+SELECT m.id::text AS id, h.id::text AS holder, h.status AS holder_status
+FROM {table} AS m JOIN {table} AS h ON h.unique_key = m.unique_kept AND h.id <> m.id
+WHERE m.status = %(status)s::text
+  AND (%(id)s::uuid IS NULL OR m.id = %(id)s::uuid)
+  AND (%(queue)s::text IS NULL OR m.queue = %(queue)s::text)
+ORDER BY m.processed_at, m.seq
+LIMIT 100;
 
 -- name: ops_discard
 -- Delete failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL).
