@@ -45,11 +45,12 @@ class OpenRuns:
 
     async def wait(self) -> None:
         """Return once every kept run has ended, logging at WARNING while some run."""
-        while self._runs:
+        while running := {run for run in self._runs if not run.done()}:
             log.warning(
                 "closing %s waits for %d run(s) that still execute in this process (plain "
                 "handlers' threads cannot be stopped); their jobs stay held until they end",
                 self._name,
-                len(self._runs),
+                len(running),
             )
-            await asyncio.wait(set(self._runs), timeout=REMIND_EVERY)
+            await asyncio.wait(running, timeout=REMIND_EVERY)
+        self._runs.clear()
