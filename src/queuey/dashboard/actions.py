@@ -165,11 +165,16 @@ class Actions:
 
     async def _refused(self, did: str, job_id: str, count: int) -> tuple[str, int]:
         """``(did, count)``, or ``("running", 0)`` when nothing was done because the job still
-        runs (a cancel asked for included: it stays running until its run ends)."""
+        runs (a cancel asked for included: it stays running until its run ends), or
+        ``("held", 0)`` when a retry was refused because another job holds its unique key."""
         if count:
             return did, count
         detail = await self.store.job(job_id)
-        return ("running", 0) if detail is not None and detail.status == "running" else (did, 0)
+        if detail is not None and detail.status == "running":
+            return "running", 0
+        if did == "retry" and await self.store.key_holder(job_id) is not None:
+            return "held", 0
+        return did, 0
 
     async def _cancel(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
         return "cancel", await self.store.cancel(caller.name, _job_id(form))

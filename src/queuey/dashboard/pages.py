@@ -41,6 +41,10 @@ DONE_MESSAGES = {
     "discard": "Discarded {n} job(s).",
     "cancel": "Cancelled {n} job(s) (a running one when its run ends).",
     "running": "The job still runs: nothing was done. Retry or discard it once its run ends.",
+    "held": (
+        "Another job holds this job's unique key: nothing was done (retrying it would run the "
+        "key twice). Retry it once that job has ended, or discard it."
+    ),
     "bulk-retry": "Retried {n} failed job(s) matching the filter.",
     "bulk-discard": "Discarded {n} failed job(s) matching the filter.",
     "pause": "Paused.",

@@ -18,6 +18,14 @@ from queuey.backends.postgres._admin import Admin
 from queuey.backends.postgres._dashboard import PgDashboardStore
 from queuey.cli import main
 from tests.helpers import run_until
+from tests.integration.postgres.dashboard_helpers import (
+    ADMIN_KEY,
+    BASE,
+    client,
+    csrf_of,
+    dashboard,
+    sign_in,
+)
 from tests.integration.postgres.test_unique import rows
 
 pytestmark = pytest.mark.postgres
@@ -137,3 +145,21 @@ async def test_an_operators_retry_takes_the_key_back_and_runs_the_newest_of_a_ke
     assert (again.outcome, again) == ("skipped", newer)  # the retried job holds its key again
     statuses = {str(r[0]): r[1] for r in await rows(database_url, pg_schema, "id", "status")}
     assert (statuses[older], statuses[newer]) == ("failed", "pending")
+
+
+async def test_the_dashboards_retry_of_a_job_whose_key_is_held_says_so(
+    backend: PostgresBackend, database_url: str, pg_schema: str
+) -> None:
+    old, _ = await failed_twice(backend)
+    producer = await Producer.create(RuleQueues, backend)
+    await producer.enqueue_after(Account(account_id=9, note="holder"), "1h")
+    async with PgDashboardStore(database_url, schema=pg_schema, topic_channel="x") as store:
+        async with client(dashboard(store)) as http:
+            await sign_in(http, ADMIN_KEY)
+            page = await http.get(f"{BASE}/jobs/{old}")
+            form = {"id": old, "csrf": csrf_of(page.text), "confirm": "yes"}
+            answer = await http.post(f"{BASE}/actions/retry", data=form)
+            shown = await http.get(answer.headers["location"])
+    assert "Another job holds this job&#39;s unique key: nothing was done" in shown.text
+    statuses = {str(r[0]): r[1] for r in await rows(database_url, pg_schema, "id", "status")}
+    assert statuses[old] == "failed"

@@ -329,6 +329,12 @@ class PgDashboardStore:
         rows = await self._execute("signed_out", {"session": session})
         return bool(rows[0][0])
 
+    async def key_holder(self, job_id: str) -> str | None:
+        """The id of the job, other than ``job_id``, holding ``job_id``'s unique key (a
+        retry of ``job_id`` leaves it alone then); ``None`` when none does."""
+        rows = await self._execute("key_holder", {"id": job_id})
+        return str(rows[0][0]) if rows else None
+
     async def cancel(self, actor: str, job_id: str) -> int:
         """Cancel one pending (due or scheduled) or running job, as ``queuey jobs cancel``
         does; a running job's worker is told through a NOTIFY on ``<schema>_cancel`` and its

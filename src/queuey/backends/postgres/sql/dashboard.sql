@@ -183,6 +183,12 @@ SELECT id::text AS id, seq, kind, queue, job_type, status, priority, attempts, r
 FROM {table}
 WHERE id = %(id)s::uuid;
 
+-- name: key_holder
+-- The job other than %(id)s holding that row's unique key (a retry leaves the row alone then).
+SELECT h.id::text AS id
+FROM {table} AS m JOIN {table} AS h ON h.unique_key = m.unique_kept AND h.id <> m.id
+WHERE m.id = %(id)s::uuid;
+
 -- name: fan_out
 -- A topic row's publication: the rows one publish wrote (same topic, same transaction time,
 -- same publisher; their seq values are close), one per subscriber. Settled rows come from the
