@@ -49,6 +49,21 @@ class Unpicklable(Exception):
         self.lock = threading.Lock()
 
 
+def _refuse() -> None:
+    raise ValueError("cannot be rebuilt here")
+
+
+class Unloadable(Exception):
+    """An exception that pickles but cannot be unpickled."""
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        return (_refuse, ())
+
+
+def raise_unloadable() -> None:
+    raise Unloadable("x")
+
+
 def raise_unpicklable() -> None:
     raise Unpicklable()
 

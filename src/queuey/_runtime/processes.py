@@ -88,6 +88,11 @@ class _Child:
                 kind, value = self.conn.recv()
             except (EOFError, OSError):
                 break
+            except Exception as exc:  # a reply this process cannot unpickle
+                kind, value = (
+                    "raised",
+                    RuntimeError(f"the handler's reply could not be read: {exc}"),
+                )
             run = self.run
             if run is None:
                 continue

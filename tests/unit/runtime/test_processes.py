@@ -14,6 +14,7 @@ from queuey._runtime.processes import HandlerProcesses, ProcessDiedError
 from tests.process_handlers import (
     Unpicklable,
     exit_hard,
+    raise_unloadable,
     raise_unpicklable,
     return_unpicklable,
     sleep_for,
@@ -33,6 +34,8 @@ def test_results_and_errors_come_back_as_text_when_they_do_not_pickle(
     assert pool.submit(sleep_for, 0.0).result(60) == "slept 0.0"
     with pytest.raises(RuntimeError, match=r"exception cannot be sent back.*Unpicklable"):
         pool.submit(raise_unpicklable).result(60)
+    with pytest.raises(RuntimeError, match="reply could not be read: cannot be rebuilt"):
+        pool.submit(raise_unloadable).result(60)
     with pytest.raises(RuntimeError, match="return value cannot be sent back"):
         pool.submit(return_unpicklable).result(60)
     with pytest.raises(TypeError, match="cannot be sent to a process"):
