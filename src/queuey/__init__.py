@@ -21,7 +21,6 @@ if TYPE_CHECKING:
         Consumer,
         Delivery,
         JobInfo,
-        Progress,
     )
     from queuey.backends.memory import MemoryBackend
     from queuey.durations import Duration, parse_delay, parse_duration
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     )
     from queuey.jobs import Job, JobContext, NoResult
     from queuey.producer import Producer
+    from queuey.progress import Progress
     from queuey.queues import DEFAULT_MAX_PRIORITY, Queue, QueueConfig, QueueSet
     from queuey.results import JobHandle
     from queuey.retry import Backoff, RetryPolicy
@@ -88,7 +88,7 @@ _WHERE: dict[str, str] = {
     "parse_duration": "queuey.durations",
     "PayloadError": "queuey.errors",
     "Producer": "queuey.producer",
-    "Progress": "queuey.backends.base",
+    "Progress": "queuey.progress",
     "Queue": "queuey.queues",
     "QueueConfig": "queuey.queues",
     "QueueSet": "queuey.queues",

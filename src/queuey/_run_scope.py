@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from queuey.errors import NotSupportedError
+from queuey.progress import Progress, progress_of
 
 __all__ = ["CURRENT_RUN", "RunControls", "RunScope", "current_run"]
 
@@ -31,10 +32,13 @@ class RunScope:
         cancel: done once the job was cancelled while it runs (``None``: the backend cannot
             reach a running job).
         transaction: opens the handler's transaction (the delivery's ``transaction``).
+        report: keeps the run's last progress (the delivery's ``report_progress``; ``None``
+            when the backend keeps none).
     """
 
     cancel: asyncio.Future[None] | None
     transaction: Callable[[], AbstractAsyncContextManager[Any]]
+    report: Callable[[Progress], None] | None = None
 
 
 CURRENT_RUN: ContextVar[RunScope | None] = ContextVar("queuey_run", default=None)
@@ -72,6 +76,23 @@ class RunControls:
             await asyncio.Event().wait()
             return
         await asyncio.shield(scope.cancel)
+
+    def progress(self, value: float, total: int | None = None, *, note: str | None = None) -> None:
+        """Report how far the job is: a fraction (``ctx.progress(0.4)``) or a count
+        (``ctx.progress(40, total=100)``), with an optional ``note``. No round trip: the
+        backend keeps the last report and writes it with the run's next heartbeat
+        (PostgreSQL: within about a second); ``producer.job(id).progress``, ``handle.progress()``,
+        ``queuey jobs show`` and the dashboard's job page show it. Safe from a plain handler's
+        thread. A backend that keeps no per-job state (RabbitMQ) drops it.
+
+        Raises:
+            ValueError: a fraction outside ``0..1``, a count outside ``0..total``, a ``total``
+                below 1.
+        """
+        reported = progress_of(value, total, note)
+        scope = self.run_scope
+        if scope is not None and scope.report is not None:
+            scope.report(reported)
 
     def transaction(self) -> AbstractAsyncContextManager[Any]:
         """``async with ctx.transaction() as conn:``: a database transaction (PostgreSQL: a

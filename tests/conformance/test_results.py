@@ -21,6 +21,7 @@ from queuey import (
     JobHandle,
     NotSupportedError,
     Producer,
+    Progress,
     Queue,
     QueueSet,
     ResultTimeoutError,
@@ -180,3 +181,40 @@ async def test_a_timeout_leaves_the_job_alone_and_an_unknown_id_is_refused(
     worker = worker_for(kit, backend, [])
     await run_until(worker, lambda: ended(worker) == 1)
     assert (await handle.result(timeout=5)).url == "e?thumb"
+
+
+async def test_progress_reported_by_a_handler_is_read_while_it_runs(backend: Backend) -> None:
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    if rabbitmq(backend):
+        return
+    worker: Worker[Any] = Worker(kit.queues, backend)
+    release = asyncio.Event()
+
+    @worker.handler(kit.Resize)
+    async def resize(job: Any, ctx: JobContext) -> Any:
+        for done in range(1, 4):
+            ctx.progress(done, total=10, note=f"step {done}")  # no round trip: the last wins
+        await release.wait()
+        ctx.progress(1.0)
+        return {"url": job.url, "width": 1}
+
+    handle = await producer.enqueue(kit.Resize(url="p"))
+    assert await handle.progress() is None
+    running = asyncio.create_task(worker.run())
+    try:
+        async with asyncio.timeout(15):
+            while (progress := await handle.progress()) is None:
+                await asyncio.sleep(0.05)
+        assert progress == Progress(0.3, 3, 10, "step 3")
+        info = await producer.job(handle.job_id)
+        assert info is not None and info.state == "running" and info.progress == progress
+        release.set()
+        assert (await handle.result(timeout=15)).url == "p"
+    finally:
+        release.set()
+        worker.shutdown()
+        await running
+    info = await producer.job(handle.job_id)
+    assert info is not None and info.progress is not None
+    assert info.progress.fraction in (0.3, 1.0)  # the last report may end with the run

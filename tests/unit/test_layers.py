@@ -46,6 +46,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "_extras",
             "_registration",
             "attempts",
+            "progress",
         ),
         (),
     ),

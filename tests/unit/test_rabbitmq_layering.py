@@ -25,6 +25,7 @@ BELOW_BACKENDS = frozenset(
         "queuey.secrets",
         "queuey.unique",
         "queuey.schedule",
+        "queuey.progress",
         "queuey.backends.base",
         "queuey.backends._unclosed",
         "queuey.backends._quiet",

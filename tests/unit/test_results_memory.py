@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import BaseModel
@@ -12,9 +13,11 @@ from pydantic import BaseModel
 from queuey import (
     Job,
     JobContext,
+    JobInfo,
     MemoryBackend,
     NotSupportedError,
     Producer,
+    Progress,
     Queue,
     QueueSet,
     ResultTimeoutError,
@@ -88,3 +91,49 @@ def test_the_sync_postgres_backend_refuses_a_job_with_a_result() -> None:
     producer = sync.Producer.undeclared(SumQueues, backend)
     with pytest.raises(NotSupportedError, match="declares a result type"):
         producer.enqueue(Add(numbers=[1]))
+
+
+def test_jobs_show_prints_the_progress_and_the_result() -> None:
+    from queuey.cli._jobs_show import job_json, job_text
+
+    info = JobInfo(
+        id="5f1c1f7e-0000-4000-8000-000000000000",
+        kind="job",
+        queue="sums.work",
+        job_type="sums.Add",
+        state="done",
+        attempts=1,
+        redeliveries=0,
+        deferrals=0,
+        priority=0,
+        due_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        last_error=None,
+        payload={"numbers": [1, 2]},
+        result={"sum": 3},
+        progress=Progress(0.4, 4, 10, "rows"),
+    )
+    text = job_text(info).splitlines()
+    assert "progress      40% (4/10): rows" in text
+    assert text[text.index("result:") + 1 :][:3] == ["{", '  "sum": 3', "}"]
+    document = job_json(info)
+    assert document["result"] == {"sum": 3}
+    assert document["progress"] == {"fraction": 0.4, "done": 4, "total": 10, "note": "rows"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((1.5,), "within 0..1"),
+        ((float("nan"),), "a fraction 0..1 or a count"),
+        ((11,), "within 0..1"),
+        ((11, 10), "0..10"),
+        ((2.5, 10), "0..10"),
+        ((1, 0), "total must be"),
+    ],
+)
+def test_a_bad_progress_report_names_what_is_wrong(args: tuple[float, ...], message: str) -> None:
+    from queuey.progress import progress_of
+
+    with pytest.raises(ValueError, match=message):
+        progress_of(*args)  # type: ignore[arg-type]
+    assert progress_of(3, 4, "x" * 500) == Progress(0.75, 3, 4, "x" * 200)

@@ -69,7 +69,8 @@ class Cancellation(Middleware):
             CancelledError: the worker's own task was cancelled (shutdown), not the job.
         """
         request = delivery.cancel_requested
-        token = CURRENT_RUN.set(RunScope(request, delivery.transaction))
+        report = getattr(delivery, "report_progress", None)
+        token = CURRENT_RUN.set(RunScope(request, delivery.transaction, report))
         task = asyncio.current_task()
         try:
             if request is None or task is None:

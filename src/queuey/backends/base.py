@@ -59,6 +59,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from queuey.attempts import AttemptError
 from queuey.envelope import Envelope, Kind
+from queuey.progress import Progress
 from queuey.queues import QueueConfig
 from queuey.schedule import ScheduleRecord
 from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State, UniqueKey
@@ -95,23 +96,6 @@ ends, staying running and held until then), ``"not_found"``
 JobState = Literal["pending", "running", "done", "failed", "cancelled"]
 """Where a job is: waiting (due now, or scheduled for later: see ``JobInfo.due_at``), being run
 by a worker, handled, failed for good (a dead letter, kept for a person), or cancelled."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    """How far a running job says it is (``ctx.progress``); the last value reported wins.
-
-    Attributes:
-        fraction: done so far, ``0.0..1.0`` (``done / total`` when a count was given).
-        done: items done, when reported as a count.
-        total: items in all, when reported as a count.
-        note: a short text (at most 200 characters), or ``None``.
-    """
-
-    fraction: float
-    done: int | None = None
-    total: int | None = None
-    note: str | None = None
 
 
 @dataclass(frozen=True)

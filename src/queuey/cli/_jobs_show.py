@@ -5,12 +5,15 @@ JSON. Times are shown in UTC."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
+from queuey._terminal import printable_json
 from queuey.backends.base import JobInfo
 from queuey.cli._attempts_view import errors_json, errors_text
 from queuey.cli._jobs_group import jobs
@@ -37,6 +40,8 @@ def job_json(job: JobInfo) -> dict[str, Any]:
         "last_error": job.last_error,
         "errors": errors_json(job.errors),
         "payload": job.payload,
+        "progress": None if job.progress is None else asdict(job.progress),
+        "result": job.result,
     }
 
 
@@ -51,8 +56,9 @@ def _state(job: JobInfo, now: datetime) -> str:
 
 
 def job_text(job: JobInfo, now: datetime | None = None) -> str:
-    """Labelled fields, then the payload as indented JSON, the last error in full, and each
-    failed attempt's error with its traceback."""
+    """Labelled fields (with the last progress reported, if any), then the payload (and a done
+    job's result) as indented JSON, the last error in full, and each failed attempt's error
+    with its traceback."""
     fields = [
         ("id", job.id),
         ("kind", job.kind),
@@ -65,7 +71,14 @@ def job_text(job: JobInfo, now: datetime | None = None) -> str:
         ("priority", str(job.priority)),
         ("due at", job.due_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
     ]
-    return labelled(fields, job.payload, job.last_error, errors_text(job.errors))
+    if job.progress is not None:
+        fields.append(("progress", str(job.progress)))
+    text = labelled(fields, job.payload, job.last_error, errors_text(job.errors))
+    if job.result is None:
+        return text
+    result = printable_json(json.dumps(job.result, indent=2, ensure_ascii=False))
+    head, _, tail = text.partition("\n\nlast error:")
+    return f"{head}\n\nresult:\n{result}\n\nlast error:{tail}"
 
 
 @jobs.command("show")
@@ -88,8 +101,12 @@ def show(job_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool
        "due_at": ISO 8601 str (UTC), "last_error": str | null,
        "errors": [{"attempt": int, "type": str | null, "message": str,
                    "traceback": str | null, "at": ISO 8601 str, "worker": str}],
-       "payload": any}
-    where due_at is when a pending job may run next (later than now: scheduled).
+       "payload": any,
+       "progress": {"fraction": float, "done": int | null, "total": int | null,
+                    "note": str | null} | null, "result": any}
+    where due_at is when a pending job may run next (later than now: scheduled),
+    progress is the last its handler reported (ctx.progress) and result a done job's
+    stored result (null when its job type declares none).
     """
     admin = _admin(database_url, schema)
     job = _operate(admin.job(job_id))

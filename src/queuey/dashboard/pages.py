@@ -26,6 +26,7 @@ from queuey.dashboard.chart import throughput_svg
 from queuey.dashboard.guard import Caller, Guard
 from queuey.dashboard.web import Templates, filter_query, job_filter, positive_int, pretty_json
 from queuey.errors import ConfigError
+from queuey.progress import stored_progress
 from queuey.schedule import Timing
 
 __all__ = ["Pages", "Publication"]
@@ -145,6 +146,8 @@ class Pages:
             job=detail,
             payload=pretty_json(detail.payload),
             headers=pretty_json(detail.headers),
+            progress=stored_progress(detail.progress),
+            result=None if detail.result is None else pretty_json(detail.result),
             fan_out=await self.store.fan_out(detail),
             max_attempt_errors=MAX_ATTEMPT_ERRORS,
         )

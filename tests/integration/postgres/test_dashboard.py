@@ -299,3 +299,25 @@ async def test_a_viewer_cannot_cancel(
         )
     assert "data-action" not in page.text and refused.status_code == 403
     assert await status_of(database_url, pg_schema, ids["pending"]) == "pending"
+
+
+async def test_the_job_page_shows_progress_and_result(
+    store: PgDashboardStore, ids: dict[str, str], database_url: str, pg_schema: str
+) -> None:
+    import psycopg
+    from psycopg import sql
+
+    query = sql.SQL("UPDATE {} SET progress = %s::jsonb, result = %s::json WHERE id = %s").format(
+        sql.Identifier(pg_schema, "queue_message")
+    )
+    progress = '{"fraction": 0.4, "done": 4, "total": 10, "note": "<b>rows</b>"}'
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute(query, (progress, '{"sum": 3}', ids["failed"]))
+    async with client(dashboard(store)) as http:
+        await sign_in(http, ADMIN_KEY)
+        page = await http.get(f"{BASE}/jobs/{ids['failed']}")
+    assert page.status_code == 200
+    assert '<progress max="1" value="0.4"></progress> 40% (4/10): &lt;b&gt;rows&lt;/b&gt;' in (
+        page.text
+    )
+    assert "sum" in page.text.split('<pre class="json" id="result">')[1].split("</pre>")[0]

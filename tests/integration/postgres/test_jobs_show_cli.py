@@ -104,6 +104,8 @@ async def test_jobs_show_json(land: Land) -> None:
         "last_error": None,
         "errors": [],
         "payload": {"size": 128},
+        "progress": None,
+        "result": None,
     }
     assert due_at.utcoffset() == timedelta(0)
     assert due_at > datetime.now(UTC) + timedelta(minutes=58)

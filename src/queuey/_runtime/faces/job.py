@@ -176,7 +176,7 @@ class JobFace:
         attempt (``ResultError``, retryable under the job's policy)."""
         scope = context.run_scope
         if scope is not None:  # its completion carries the result: no handler transaction
-            vars(context)["run_scope"] = RunScope(scope.cancel, refuse_transaction)
+            vars(context)["run_scope"] = RunScope(scope.cancel, refuse_transaction, scope.report)
         error, value = await run_returning(
             entry.call,
             (job, context),

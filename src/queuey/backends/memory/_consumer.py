@@ -20,6 +20,7 @@ from queuey.backends.base import Delivery
 from queuey.backends.memory._store import QueueState, Store, now
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, NotSupportedError
+from queuey.progress import Progress
 from queuey.unique import State
 
 __all__ = ["MemoryConsumer", "MemoryDelivery", "Slots"]
@@ -88,6 +89,12 @@ class MemoryDelivery:
         raise NotSupportedError(
             "ctx.transaction() needs the PostgreSQL backend; MemoryBackend has no database"
         )
+
+    def report_progress(self, progress: Progress) -> None:
+        """Keep ``progress`` as the job's last (``MemoryBackend.job(id).progress``)."""
+        record = self._store.jobs.get(self._envelope.job_id)
+        if record is not None:
+            record.progress = progress
 
     async def ack(self, result: str | None = None) -> None:
         """Record success (``acked(q)``), with ``result`` (JSON text) when given.

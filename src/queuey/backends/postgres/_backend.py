@@ -192,6 +192,7 @@ class PostgresBackend:
             self._cancellations.lost,
             self._cancellations.requested,
             recovery,
+            progress=self._completer.progress,
         )
         self._awaiters = Awaiters(
             self._store,

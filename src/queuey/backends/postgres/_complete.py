@@ -70,6 +70,8 @@ class Completer:
     ) -> None:
         self.recovery = recovery or Recovery(store, store.lease, Outage("PostgreSQL"))
         self.held = self.recovery.held
+        self.progress: dict[str, str] = {}
+        """The last progress reported per held row (JSON text), until the heartbeat writes it."""
         self._store = store
         self._results_channel = results_channel
         self._acks = AckBatch(self._record_acks, self._record_acks)

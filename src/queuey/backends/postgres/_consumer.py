@@ -44,6 +44,7 @@ from queuey.backends.postgres._store import Store
 from queuey.backends.postgres._wake import Waker
 from queuey.envelope import Envelope
 from queuey.errors import BackendError
+from queuey.progress import Progress
 from queuey.queues import QueueConfig
 
 __all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "Slots", "storable"]
@@ -181,6 +182,10 @@ class PgDelivery:
             await settle
         except LostClaimError:
             raise await self._refusal() from None
+
+    def report_progress(self, progress: Progress) -> None:
+        """Keep ``progress`` for the next heartbeat, which writes it (the last one wins)."""
+        self._consumer.completer.progress[self.row_id] = progress.to_json()
 
     async def ack(self, result: str | None = None) -> None:
         envelope = self._claim.envelope

@@ -180,6 +180,10 @@ class JobDetail:
     processed_at: datetime | None
     error: str | None
     errors: tuple[AttemptError, ...] = ()
+    progress: str | None = None
+    """The last progress its handler reported (JSON text), ``None`` when none."""
+    result: str | None = None
+    """A done job's stored result (JSON text), ``None`` when none."""
 
 
 @dataclass(frozen=True)

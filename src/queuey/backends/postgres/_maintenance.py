@@ -22,7 +22,10 @@ from queuey.backends.postgres._outage import Outage
 from queuey.backends.postgres._recovery import Recovery
 from queuey.backends.postgres._store import Store
 
-__all__ = ["PRUNE_BATCH", "Maintenance", "MaintenanceOptions"]
+__all__ = ["PROGRESS_DELAY", "PRUNE_BATCH", "Maintenance", "MaintenanceOptions"]
+
+PROGRESS_DELAY = 1.0
+"""At most how long a progress report waits for the heartbeat that writes it (seconds)."""
 
 log = logging.getLogger("queuey.postgres")
 
@@ -60,6 +63,8 @@ class Maintenance:
         on_cancel: told the held rows whose cancel was asked for (a notification may have
             been missed).
         recovery: told when a beat renewed every held lease, or could not reach the database.
+        progress: the last progress reported per held row (JSON text), written by the next
+            beat; a report makes that beat come within ``PROGRESS_DELAY``.
     """
 
     def __init__(
@@ -72,6 +77,7 @@ class Maintenance:
         on_lost: Callable[[Collection[str]], None] = lambda ids: None,
         on_cancel: Callable[[Collection[str]], None] = lambda ids: None,
         recovery: Recovery | None = None,
+        progress: dict[str, str] | None = None,
     ) -> None:
         self._store = store
         self._held = held
@@ -81,12 +87,21 @@ class Maintenance:
         self._on_lost = on_lost
         self._on_cancel = on_cancel
         self._recovery = recovery
+        self._progress = {} if progress is None else progress
 
     async def heartbeat(self) -> None:
-        """Extend the leases of the held rows every third of the lease, until cancelled."""
+        """Extend the leases of the held rows every third of the lease, and within
+        ``PROGRESS_DELAY`` of a progress report (the reports of that time coalesced into the
+        one beat), until cancelled."""
+        every = self.options.lease / 3
+        tick = min(PROGRESS_DELAY, every)
+        loop = asyncio.get_running_loop()
+        last = loop.time()
         while True:
-            await asyncio.sleep(self.options.lease / 3)
-            await self.beat()
+            await asyncio.sleep(tick)
+            if self._progress or loop.time() - last >= every - tick / 2:
+                last = loop.time()
+                await self.beat()
 
     async def beat(self) -> None:
         """Extend the held rows' leases once; rows held here that are no longer this owner's
@@ -94,8 +109,12 @@ class Maintenance:
         whose cancel was asked for to ``on_cancel`` (its notification may have been missed),
         so their runs stop instead of going on unseen."""
         held = set(self._held)
+        reported = self._take_progress(held)
         sent = time.monotonic()
-        extended = await self._outage.attempt(self._store.extend(held)) if held else {}
+        statement = (
+            self._store.extend_progress(held, reported) if reported else self._store.extend(held)
+        )
+        extended = await self._outage.attempt(statement) if held else {}
         if self._recovery is not None:
             if extended is None:
                 self._recovery.renewal_failed()
@@ -108,6 +127,17 @@ class Maintenance:
         cancelled = [row_id for row_id, cancel in extended.items() if cancel]
         if cancelled:
             self._on_cancel(cancelled)
+
+    def _take_progress(self, held: set[str]) -> dict[str, str]:
+        """The progress reported since the last beat for rows still held (the rest dropped)."""
+        if not self._progress:
+            return {}
+        taken = {}
+        for row_id in list(self._progress):
+            text = self._progress.pop(row_id, None)
+            if text is not None and row_id in held:
+                taken[row_id] = text
+        return taken
 
     async def sweeps(self) -> None:
         """Sweep, wait ``poll_interval``, wake every consumer (the poll); until cancelled."""

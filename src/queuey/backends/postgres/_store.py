@@ -496,6 +496,21 @@ class Store:
         rows = await self._fetch("extend", params, tuple_row, BACKGROUND_TIMEOUT)
         return {str(row_id): bool(cancel) for row_id, cancel in rows}
 
+    async def extend_progress(
+        self, ids: Collection[str], progress: dict[str, str]
+    ) -> dict[str, bool]:
+        """``extend_progress``: as ``extend``, writing each row's reported progress (JSON
+        text) of ``progress`` with its lease."""
+        params = {
+            "ids": list(ids),
+            "owner": self.owner,
+            "lease": self.lease,
+            "progress_ids": text_array(progress),
+            "progress": text_array(progress.values()),
+        }
+        rows = await self._fetch("extend_progress", params, tuple_row, BACKGROUND_TIMEOUT)
+        return {str(row_id): bool(cancel) for row_id, cancel in rows}
+
     async def reclaim(self, max_redeliveries: int) -> list[Reclaimed]:
         """``reclaim``: rows whose lease expired back to pending (failed once they lost
         ``max_redeliveries`` leases)."""

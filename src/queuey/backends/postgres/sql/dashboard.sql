@@ -179,7 +179,8 @@ LIMIT %(limit)s;
 SELECT id::text AS id, seq, kind, queue, job_type, status, priority, attempts, redeliveries,
        deferrals, payload::text AS payload, headers::text AS headers, published_by,
        enqueued_at_ms, created_at, available_at, expires_at, claimed_at, claimed_by,
-       lease_until, processed_at, error, coalesce(errors, '[]'::jsonb) AS errors
+       lease_until, processed_at, error, coalesce(errors, '[]'::jsonb) AS errors,
+       progress::text AS progress, result::text AS result
 FROM {table}
 WHERE id = %(id)s::uuid;
 

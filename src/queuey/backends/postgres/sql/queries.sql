@@ -504,6 +504,20 @@ SET lease_until = now() + make_interval(secs => %(lease)s::float8)
 WHERE id = ANY(%(ids)s::uuid[]) AND status = 'running' AND claimed_by = %(owner)s
 RETURNING id::text AS id, cancel_requested_at IS NOT NULL AS cancel_requested;
 
+-- name: extend_progress
+-- The heartbeat of extend, carrying the last progress the handlers of some of the rows reported
+-- (ctx.progress: %(progress_ids)s, each with its JSON text), written with the lease: no round
+-- trip of its own. Returns what extend returns.
+WITH reported AS (
+    SELECT * FROM unnest(%(progress_ids)s::uuid[], %(progress)s::text[]) AS r(id, progress)
+)
+UPDATE {table} AS m
+SET lease_until = now() + make_interval(secs => %(lease)s::float8),
+    progress = coalesce((SELECT r.progress::jsonb FROM reported AS r WHERE r.id = m.id),
+                        m.progress)
+WHERE m.id = ANY(%(ids)s::uuid[]) AND m.status = 'running' AND m.claimed_by = %(owner)s
+RETURNING m.id::text AS id, m.cancel_requested_at IS NOT NULL AS cancel_requested;
+
 -- name: reclaim
 -- Rows whose lease expired go back to pending (a redelivery, not a handler failure), or to
 -- failed once they have lost %(max_redeliveries)s leases (a crash loop ends). Back to pending,
