@@ -173,7 +173,7 @@ class Producer(ProducerBase[Q]):
         adapter = type(job).__queuey_result__
         if adapter is None:
             return result
-        return JobHandle(result.job_id, self.backend, adapter, result.inserted)
+        return JobHandle(result.job_id, self.backend, adapter, result.outcome)
 
     @overload
     async def enqueue_after(  # type: ignore[overload-overlap]

@@ -32,7 +32,7 @@ from queuey.backends.base import (
 )
 from queuey.durations import Duration, parse_duration
 from queuey.errors import JobFailedError, NotSupportedError, ResultTimeoutError
-from queuey.unique import EnqueueResult
+from queuey.unique import EnqueueOutcome, EnqueueResult
 
 __all__ = [
     "JobHandle",
@@ -119,19 +119,24 @@ class JobHandle(EnqueueResult, Generic[T]):
     ``str``, and an ``EnqueueResult``) that can also wait for the result.
 
     Attributes:
-        inserted: as for ``EnqueueResult`` (``False``: a unique duplicate was refused, and
-            this handle waits for the existing job).
+        outcome, inserted: as for ``EnqueueResult`` (not inserted: a unique duplicate was
+            refused or replaced the pending holder, and this handle waits for that job).
     """
 
     _backend: object
     _adapter: TypeAdapter[T]
 
     def __new__(
-        cls, job_id: str, backend: object, adapter: TypeAdapter[T], inserted: bool = True
+        cls,
+        job_id: str,
+        backend: object,
+        adapter: TypeAdapter[T],
+        outcome: EnqueueOutcome = "inserted",
     ) -> JobHandle[T]:
         handle = str.__new__(cls, job_id)
-        if not inserted:
+        if outcome != "inserted":
             handle.inserted = False
+            handle.outcome = outcome
         handle._backend = backend
         handle._adapter = adapter
         return handle
@@ -165,10 +170,10 @@ class JobHandle(EnqueueResult, Generic[T]):
         return None if info is None else info.progress
 
     def __repr__(self) -> str:
-        return f"JobHandle({self.job_id!r}, inserted={self.inserted})"
+        return f"JobHandle({self.job_id!r}, outcome={self.outcome!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (EnqueueResult, (self.job_id, self.inserted))
+        return (EnqueueResult, (self.job_id, self.inserted, self.outcome))
 
 
 class SyncJobHandle(str, Generic[T]):

@@ -26,6 +26,7 @@ from queuey import (
     QueueSet,
     ResultTimeoutError,
     RetryPolicy,
+    Unique,
     UnknownJobError,
     Worker,
 )
@@ -218,3 +219,31 @@ async def test_progress_reported_by_a_handler_is_read_while_it_runs(backend: Bac
     info = await producer.job(handle.job_id)
     assert info is not None and info.progress is not None
     assert info.progress.fraction in (0.3, 1.0)  # the last report may end with the run
+
+
+async def test_a_refused_duplicates_handle_waits_for_the_job_holding_the_key(
+    backend: Backend,
+) -> None:
+    if rabbitmq(backend):
+        return
+    prefix = f"u{uuid.uuid4().hex[:8]}"
+
+    class Queues(QueueSet, prefix=prefix):
+        work = Queue()
+
+    class Once(Job[Queues, int], queue=Queues.work, name=f"{prefix}.Once", unique=Unique()):
+        n: int
+
+    producer = await Producer.create(Queues, backend)
+    first = await producer.enqueue(Once(n=1))
+    again = await producer.enqueue(Once(n=2))
+    assert isinstance(again, JobHandle) and again == first
+    assert (first.outcome, again.outcome, again.inserted) == ("inserted", "skipped", False)
+    worker: Worker[Any] = Worker(Queues, backend)
+
+    @worker.handler(Once)
+    async def once(job: Once, ctx: JobContext) -> int:
+        return job.n * 10
+
+    await run_until(worker, lambda: ended(worker) == 1)
+    assert await again.result(timeout=10) == 10
