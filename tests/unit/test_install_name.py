@@ -76,16 +76,38 @@ def test_a_missing_extra_is_one_line_with_its_install_command(
     assert line.startswith("error: ") and install_hint(hint) in line, line
 
 
-def test_importing_the_rabbitmq_backend_without_the_extra_says_what_to_install() -> None:
+@pytest.mark.parametrize(
+    ("missing", "module", "message"),
+    [
+        (
+            "aio_pika",
+            "queuey.backends.rabbitmq",
+            "the RabbitMQ backend needs the rabbitmq extra: pip install 'queuey-jobs[rabbitmq]' "
+            "(no module named 'aio_pika')",
+        ),
+        (
+            "starlette",
+            "queuey.http",
+            "the HTTP endpoint needs the http extra: pip install 'queuey-jobs[http]' "
+            "(no module named 'starlette')",
+        ),
+        (
+            "jinja2",
+            "queuey.dashboard",
+            "the dashboard needs the dashboard extra: pip install 'queuey-jobs[dashboard]' "
+            "(no module named 'jinja2')",
+        ),
+    ],
+)
+def test_importing_an_extras_module_without_it_says_what_to_install(
+    missing: str, module: str, message: str
+) -> None:
     code = (
-        "import sys; sys.modules['aio_pika'] = None\n"
-        "try:\n    import queuey.backends.rabbitmq\n"
+        f"import sys; sys.modules[{missing!r}] = None\n"
+        f"try:\n    import {module}\n"
         "except ImportError as exc:\n    print(exc)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
-    assert done.stdout.strip() == (
-        "the RabbitMQ backend needs the rabbitmq extra: pip install 'queuey-jobs[rabbitmq]' "
-        "(no module named 'aio_pika')"
-    )
+    assert done.stdout.strip() == message

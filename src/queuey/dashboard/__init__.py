@@ -7,6 +7,14 @@ The ``[dashboard]`` table (:class:`DashboardConfig`) says who may view and who m
 default to private (no dashboard at all). See ``docs/dashboard.md``.
 """
 
+from queuey._extras import missing_extra
+
+try:
+    import jinja2  # noqa: F401
+    import starlette  # noqa: F401
+except ImportError as exc:
+    raise missing_extra("the dashboard", "dashboard", exc) from exc
+
 from queuey.dashboard.app import dashboard_app, dashboard_mount, dashboard_path
 from queuey.dashboard.config import DashboardConfig
 from queuey.dashboard.pauses import PauseGate

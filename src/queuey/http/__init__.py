@@ -6,6 +6,14 @@ parsed ``[queues] publish`` access string (:meth:`AccessPolicy.parse`); mount it
 Starlette or FastAPI app, or run it with ``queuey serve``. See ``docs/http.md``.
 """
 
+from queuey._extras import missing_extra
+
+try:
+    import jwt  # noqa: F401
+    import starlette  # noqa: F401
+except ImportError as exc:
+    raise missing_extra("the HTTP endpoint", "http", exc) from exc
+
 from queuey.http.access import AccessPolicy, Level
 from queuey.http.api_keys import ApiKeyTable, api_key_digest
 from queuey.http.app import publish_app
