@@ -194,7 +194,8 @@ class RunThreads(Executor):
         if stuck >= pool.size:
             self._log.error(
                 "every handler thread (%d) is stuck past its timeout: this worker claims "
-                "nothing until one ends",
+                "nothing until one ends (a worker with plain_handlers='process' kills such "
+                "handlers instead)",
                 pool.size,
                 extra=fields,
             )

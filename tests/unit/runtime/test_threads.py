@@ -93,7 +93,8 @@ async def test_a_plain_handler_past_its_timeout_is_waited_for_then_timed_out(
     assert messages[0].startswith("job t.Slow 1 passed its timeout of 0.1s")
     assert "(1 of 1 handler threads stuck)" in messages[0]
     assert messages[1] == "every handler thread (1) is stuck past its timeout: this worker " + (
-        "claims nothing until one ends"
+        "claims nothing until one ends (a worker with plain_handlers='process' kills such "
+        "handlers instead)"
     )
     assert messages[2].startswith("the thread of job t.Slow 1 ended after 0.5")
     pool.shutdown()
