@@ -10,11 +10,15 @@ A job's key is its job type, its queue and the values of the ``by`` fields (cano
 A second enqueue with the same key is refused while the first is in one of ``states``; with a
 ``period``, the key also holds the period's bucket on the backend's clock (the database's on
 PostgreSQL), so the job runs at most once per period. ``on_conflict="replace"`` debounces: the
-pending job takes the new payload and due time; a running one is not touched.
+pending job takes the new payload and due time; while the holder runs, the update becomes its
+one pending successor, run after it (unless ``done`` or ``failed`` keep the key: then skipped).
 
 The states a duplicate is refused in are a bitmask on the row (``mask``): a row holds its key
-from its insert until it first moves into a state outside the set (released then, for good).
-So the set must include ``pending``, and ``done`` or ``failed`` only with ``running``.
+from its insert while it is in a state of the set, and releases it on moving out of the set. A
+job coming back to pending (a retry, a deferral, a lost lease, an operator's retry) takes its
+key back; when a newer job holds it by then, that job stands for the key and this one does not
+run again (it ends cancelled as superseded; an operator's retry leaves it). So the set must
+include ``pending``, and ``done`` or ``failed`` only with ``running``.
 """
 
 from __future__ import annotations
@@ -179,7 +183,9 @@ class Unique:
         period: a duration (``"1h"``, ``timedelta``, seconds); the key then includes the
             period's bucket (aligned to the epoch, database clock): at most one job per period.
         on_conflict: ``"skip"`` (default: keep the first) or ``"replace"`` (the pending job
-            takes the new payload and due time; a running one is not touched).
+            takes the new payload and due time; while the holder runs, the update becomes its
+            one pending successor, run after it ends; with ``done`` or ``failed`` among the
+            states a running holder keeps the key and the update is skipped).
 
     Raises:
         ConfigError: a bad option (the message names the job class once bound to one).

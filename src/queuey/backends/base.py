@@ -448,11 +448,12 @@ class UniqueBackend(Backend, Protocol):
         """Publish ``envelopes`` like ``publish`` (all or none), each with its unique key
         (``keys[i]``, ``None`` for none): an envelope whose key a job in a refused state holds
         is not inserted (with ``replace``, a pending holder takes its payload, headers and due
-        time). Envelopes of one call sharing a key act as if published one after another.
+        time; a running debounced holder lets one pending successor in). Envelopes of one call
+        sharing a key act as if published one after another.
 
         Returns:
-            One result per envelope, in order: its id and ``inserted=True``, or the holder's id
-            and ``inserted=False``.
+            One result per envelope, in order: its id and outcome ``"inserted"``, or the
+            holder's id and ``"replaced"`` or ``"skipped"``.
 
         Raises:
             BackendError: nothing was published.
