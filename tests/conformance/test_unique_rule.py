@@ -193,3 +193,34 @@ async def test_a_job_coming_back_takes_its_key_back(backend: Backend, signal: st
         worker.shutdown()
         await task
     assert runs == ["first", "first"]
+
+
+@pytest.mark.parametrize("unique", [Unique(by=("account_id",), states=("pending",)), DEBOUNCE])
+async def test_a_job_handed_back_at_shutdown_while_a_newer_one_holds_its_key_is_superseded(
+    backend: Backend, unique: Unique
+) -> None:
+    needs_unique(backend)
+    queues, Sync = kit(unique)
+    producer = await Producer.create(queues, backend)
+    worker = Worker(queues, backend, shutdown_grace="200ms")
+    started = asyncio.Event()
+
+    @worker.handler(Sync)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        started.set()
+        await asyncio.Event().wait()  # until shutdown cancels it: handed back, not failed
+
+    older = await producer.enqueue(Sync(account_id=1, note="older"))
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(started.wait(), 10)
+        newer = await producer.enqueue_after(Sync(account_id=1, note="newer"), "1h")
+        assert newer.outcome == "inserted"
+    finally:
+        worker.shutdown()
+        await task
+    info = await producer.job(older)
+    assert info is not None and info.state == "cancelled"
+    assert info.last_error is not None and info.last_error.startswith(f"superseded: job {newer}")
+    newest = await producer.job(newer)
+    assert newest is not None and newest.state == "pending"
