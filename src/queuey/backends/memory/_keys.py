@@ -20,12 +20,21 @@ from datetime import UTC, datetime
 from queuey.schedule import ScheduleRecord
 from queuey.unique import STATE_BITS, State
 
-__all__ = ["RUNNING", "Holder", "Keys", "WallClock"]
+__all__ = ["RUNNING", "Holder", "Keys", "WallClock", "superseded"]
 
 RUNNING = "#running"
 """Appended to the key a running debounced job holds (as on PostgreSQL)."""
 
 _ENDED = STATE_BITS["done"] | STATE_BITS["failed"]
+
+
+def superseded(rival: str) -> str:
+    """The error of a job that came back to pending while job ``rival`` held its unique key
+    (the text PostgreSQL records)."""
+    return (
+        f"superseded: job {rival} holds its unique key (enqueued while this one ran); "
+        "running this one again would run the key twice"
+    )
 
 
 class WallClock:

@@ -24,7 +24,7 @@ from queuey.attempts import MAX_ATTEMPT_ERRORS, AttemptError
 from queuey.backends._runs import OpenRuns
 from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, Progress, QueueDepth
 from queuey.backends.memory._ends import TERMINAL, Ends
-from queuey.backends.memory._keys import Keys, WallClock
+from queuey.backends.memory._keys import Keys, WallClock, superseded
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
@@ -321,15 +321,10 @@ class Store:
         if rival is None:
             return False
         queue.cancelled.append(envelope)
-        reason = (
-            f"superseded: job {rival} holds its unique key (enqueued while this one ran); "
-            "running this one again would run the key twice"
-        )
+        reason = superseded(rival)
         self.track(envelope, "cancelled", ran=False, error=reason)
         self.keys.release(envelope.job_id)
-        log.warning(
-            "job %s ends cancelled, %s", envelope.job_id, reason.removeprefix("superseded: ")
-        )
+        log.warning("job %s ends cancelled, %s", envelope.job_id, reason)
         self._activity.set()
         return True
 
