@@ -21,7 +21,7 @@ import httpx
 import jwt
 from starlette.types import ASGIApp
 
-from queuey.errors import BackendError
+from queuey.errors import BackendError, BackendUnavailableError
 from queuey.http import (
     AccessPolicy,
     ApiKeyConfig,
@@ -79,14 +79,21 @@ class RecordingPublisher:
 
 @dataclass
 class FailingPublisher:
-    """A ``Publisher`` whose database is down: valid topics fail with ``BackendError``."""
+    """A ``Publisher`` whose database fails: valid topics fail with ``BackendError`` (with
+    ``unreachable``, the ``BackendUnavailableError`` of a database that cannot be reached)."""
 
     rows: list[Row] = field(default_factory=list)
+    unreachable: bool = False
 
     async def publish(
         self, topic: str, payload: Any, published_by: str = "", *, priority: int = 0
     ) -> Publication:
         check_topic(topic)
+        if self.unreachable:
+            raise BackendUnavailableError(
+                "PostgreSQL at 127.0.0.1:5432 is unreachable: no connection after trying for "
+                "5s (publish_timeout); nothing was written"
+            )
         raise BackendError("connection to server at 127.0.0.1:5432 refused")
 
 

@@ -255,6 +255,19 @@ async def test_a_database_failure_is_500_with_nothing_written(
     assert "127.0.0.1:5432" not in response.text
 
 
+async def test_an_unreachable_database_is_503_with_retry_after() -> None:
+    failing = FailingPublisher(unreachable=True)
+    app, _ = app_for("role:ops", failing)
+    async with client(app) as http:
+        response = await http.post("/queues/order.paid", json={"a": 1}, headers=OPS)
+    assert (response.status_code, response.headers["Retry-After"]) == (503, "5")
+    assert response.json() == {
+        "error": "the message could not be queued: the backend is unreachable, try again later"
+    }
+    assert failing.rows == []
+    assert "127.0.0.1:5432" not in response.text
+
+
 async def test_a_bad_topic_is_400_even_when_the_database_is_down() -> None:
     app, _ = app_for("public", FailingPublisher())
     async with client(app) as http:
