@@ -17,6 +17,8 @@ The tree::
     ├── UnknownJobError        an awaited job id is not (or no longer) known to the backend
     └── ResultTimeoutError     a result was not there within the timeout (also a TimeoutError)
 
+    TransactionWarning         a sync enqueue inside Django's transaction.atomic() did not join it
+
     HandlerSignal              raised by a handler to choose its outcome (not an error of ours)
     ├── Retry                  retryable failure: the retry policy decides
     ├── Fatal                  dead-letter now, whatever the policy
@@ -48,6 +50,7 @@ __all__ = [
     "Retry",
     "SchemaError",
     "ShutDownError",
+    "TransactionWarning",
     "UnknownJobError",
     "UnknownQueueError",
 ]
@@ -223,3 +226,10 @@ class Defer(HandlerSignal):
             raise ConfigError(f"Defer delay: {exc}") from None
         self.reason = reason
         super().__init__(f"job deferred for {self.delay.total_seconds():g}s: {reason}")
+
+
+class TransactionWarning(UserWarning):
+    """A synchronous enqueue ran inside an open ``transaction.atomic()`` block of Django's
+    default database without joining it: the job is written at once and runs even if the block
+    rolls back. Join it with ``connection=django.db.connection`` (or the backend's
+    ``default_connection``); enqueue in ``transaction.on_commit`` on a backend that cannot."""

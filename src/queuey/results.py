@@ -176,23 +176,27 @@ class JobHandle(EnqueueResult, Generic[T]):
         return (EnqueueResult, (self.job_id, self.inserted, self.outcome))
 
 
-class SyncJobHandle(str, Generic[T]):
+class SyncJobHandle(EnqueueResult, Generic[T]):
     """What ``queuey.sync.Producer.enqueue`` returns for a job that declares a result type
-    ``T``: its job id (a ``str``) whose ``result()`` blocks until the job ends."""
+    ``T``: its job id (a ``str``, and an ``EnqueueResult``) whose ``result()`` blocks until the
+    job ends.
+
+    Attributes:
+        inserted: as for ``EnqueueResult``.
+    """
 
     _backend: object
     _adapter: TypeAdapter[T]
 
-    def __new__(cls, job_id: str, backend: object, adapter: TypeAdapter[T]) -> SyncJobHandle[T]:
+    def __new__(
+        cls, job_id: str, backend: object, adapter: TypeAdapter[T], inserted: bool = True
+    ) -> SyncJobHandle[T]:
         handle = str.__new__(cls, job_id)
+        if not inserted:
+            handle.inserted = False
         handle._backend = backend
         handle._adapter = adapter
         return handle
-
-    @property
-    def job_id(self) -> str:
-        """The job id as a plain ``str``."""
-        return str.__str__(self)
 
     def result(self, timeout: Duration | None = None) -> T:
         """As ``JobHandle.result``, blocking the calling thread.
@@ -212,7 +216,7 @@ class SyncJobHandle(str, Generic[T]):
         return None if info is None else info.progress
 
     def __repr__(self) -> str:
-        return f"SyncJobHandle({self.job_id!r})"
+        return f"SyncJobHandle({self.job_id!r}, inserted={self.inserted})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (str, (self.job_id,))
+        return (EnqueueResult, (self.job_id, self.inserted))

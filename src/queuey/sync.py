@@ -19,14 +19,20 @@ with transaction.atomic():                                  # Django on psycopg 
   event loop in a thread: its own, or a running loop of another thread the backend belongs to.
 
 Both are thread-safe: any number of threads may enqueue through one producer at once.
+
+In Django, ``sync.PostgresBackend(..., default_connection=django.db.connection)`` makes every
+enqueue that gives no ``connection=`` follow the calling thread's transaction. Without it, an
+enqueue made inside an open ``transaction.atomic()`` block is written at once, outside the
+block, and warns (``TransactionWarning``).
 """
 
 from queuey._runtime.loop_thread import ThreadedBackend
 from queuey._runtime.sync_producer import Producer
 from queuey.backends.base import SyncBackend
 from queuey.backends.postgres._sync_backend import SyncPostgresBackend as PostgresBackend
+from queuey.errors import TransactionWarning
 
-__all__ = ["PostgresBackend", "Producer", "SyncBackend", "ThreadedBackend"]
+__all__ = ["PostgresBackend", "Producer", "SyncBackend", "ThreadedBackend", "TransactionWarning"]
 
 for _exported in (Producer, ThreadedBackend):
     _exported.__module__ = __name__

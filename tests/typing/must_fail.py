@@ -45,7 +45,7 @@ async def enqueue_foreign_job() -> None:
 def sync_enqueue_foreign_job() -> None:
     producer = sync.Producer.create(Mine, sync.ThreadedBackend(MemoryBackend()))
     assert_type(producer, sync.Producer[Mine])
-    assert_type(producer.enqueue(MyJob(n=1), priority=3), str)
+    assert_type(producer.enqueue(MyJob(n=1), priority=3), EnqueueResult)
     producer.enqueue(TheirJob(n=1))  # error: arg-type
     producer.enqueue_after(TheirJob(n=1), "1s")  # error: arg-type
     producer.defer(TheirJob(n=1), "1s")  # error: arg-type

@@ -212,7 +212,7 @@ def test_timing_reads_back_what_it_stores() -> None:
     assert record == ScheduleRecord("r", "every 10s", "UTC")
 
 
-def test_the_sync_producer_refuses_unique_jobs() -> None:
+def test_the_sync_producer_refuses_unique_jobs_where_duplicates_cannot_be_refused() -> None:
     from queuey import Unique
     from queuey.sync import Producer as SyncProducer
 
@@ -220,7 +220,7 @@ def test_the_sync_producer_refuses_unique_jobs() -> None:
         n: int
 
     producer = SyncProducer.undeclared(Cron, object())  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match=r"enqueue it with the async queuey\.Producer"):
+    with pytest.raises(ConfigError, match=r"unique jobs need PostgreSQL or memory; object has"):
         producer.enqueue(Keyed(n=1))
 
 

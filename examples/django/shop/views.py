@@ -1,9 +1,11 @@
 """The view that places an order and enqueues its receipt in the same transaction.
 
-``queuey.sync.Producer`` needs no event loop. Given ``connection=django.db.connection``, the
-job's row is written by Django's own psycopg connection inside ``transaction.atomic()``: if the
-block rolls back, the job was never enqueued; once it commits, a worker runs it (the NOTIFY that
-wakes the worker is sent at commit).
+``queuey.sync.Producer`` needs no event loop. Its backend is built with
+``default_connection=django.db.connection``, so every enqueue writes its row on Django's own
+psycopg connection, inside the calling thread's ``transaction.atomic()`` block: if the block
+rolls back, the job was never enqueued; once it commits, a worker runs it (the NOTIFY that wakes
+the worker is sent at commit). ``enqueue(..., connection=connection)`` does the same for one
+call.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ from shop.jobs import SendReceipt, ShopQueues
 @cache
 def producer() -> sync.Producer[ShopQueues]:
     """One producer per process (thread-safe), connected on first use."""
-    backend = sync.PostgresBackend.connect(settings.DATABASE_URL, schema=settings.QUEUEY_SCHEMA)
+    backend = sync.PostgresBackend.connect(
+        settings.DATABASE_URL,
+        schema=settings.QUEUEY_SCHEMA,
+        default_connection=connection,  # enqueues follow the thread's Django transaction
+    )
     return sync.Producer.create(ShopQueues, backend)
 
 
@@ -38,7 +44,7 @@ def place_order(request: HttpRequest) -> JsonResponse:
     try:
         with transaction.atomic():
             order = Order.objects.create(item=request.POST.get("item", "book"))
-            job_id = producer().enqueue(SendReceipt(order_id=order.pk), connection=connection)
+            job_id = producer().enqueue(SendReceipt(order_id=order.pk))
             if request.GET.get("decline"):
                 raise PaymentDeclinedError(order.pk)
     except PaymentDeclinedError:

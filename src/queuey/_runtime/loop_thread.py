@@ -19,10 +19,19 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from queuey.backends.base import Backend, CancelResult, JobEnd, JobInfo, JobLookup, ResultBackend
+from queuey.backends.base import (
+    Backend,
+    CancelResult,
+    JobEnd,
+    JobInfo,
+    JobLookup,
+    ResultBackend,
+    UniqueBackend,
+)
 from queuey.envelope import Envelope
-from queuey.errors import BackendError, NotSupportedError, ShutDownError
+from queuey.errors import BackendError, ConfigError, NotSupportedError, ShutDownError
 from queuey.queues import QueueConfig
+from queuey.unique import EnqueueResult, UniqueKey
 
 __all__ = ["ThreadedBackend"]
 
@@ -173,6 +182,34 @@ class ThreadedBackend:
                 "with queuey.sync.PostgresBackend"
             )
         self._call(self.backend.publish(envelopes, delay))
+
+    def publish_unique(
+        self,
+        envelopes: Sequence[Envelope],
+        keys: Sequence[UniqueKey | None],
+        delay: timedelta | None = None,
+        *,
+        connection: object | None = None,
+    ) -> list[EnqueueResult]:
+        """As ``UniqueBackend.publish_unique``, on the loop (a ``connection`` is refused, as
+        for ``publish``).
+
+        Raises:
+            ConfigError: the backend cannot refuse duplicates (RabbitMQ).
+            BackendError: a ``connection`` was given, or the backend failed.
+        """
+        backend = self.backend
+        if not isinstance(backend, UniqueBackend):
+            raise ConfigError(
+                f"unique jobs need PostgreSQL or memory; {type(backend).__name__} has no way "
+                "to refuse a duplicate"
+            )
+        if connection is not None:
+            raise BackendError(
+                "ThreadedBackend does not take a connection: join a caller's transaction "
+                "with queuey.sync.PostgresBackend"
+            )
+        return self._call(backend.publish_unique(envelopes, keys, delay))
 
     def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """As ``Backend.defer``."""

@@ -81,8 +81,6 @@ class ProducerBase(Generic[Q]):
     queue_set: type[Q]
     sending: Sending = staticmethod(untraced)
     """Wraps each publish (set by ``tracing=``)."""
-    refuses_unique = False
-    """A producer that cannot enforce ``unique=`` refuses such jobs rather than ignore it."""
     keeps_results = True
     """Whether the backend stores results (a job declaring a result type is refused if not)."""
 
@@ -91,7 +89,6 @@ class ProducerBase(Generic[Q]):
 
         Raises:
             TypeError: ``job_type`` is not a job of this producer's queue set.
-            ConfigError: ``job_type`` declares ``unique=`` and this producer refuses those.
             NotSupportedError: ``job_type`` declares a result type and the backend keeps no
                 results.
         """
@@ -102,11 +99,6 @@ class ProducerBase(Generic[Q]):
             raise TypeError(
                 f"{job_type.__qualname__} belongs to "
                 f"{getattr(owner, '__name__', 'no queue set')}, not {self.queue_set.__name__}"
-            )
-        if self.refuses_unique and job_type.__queuey_unique__ is not None:
-            raise ConfigError(
-                f"{job_type.__qualname__} declares unique=...: enqueue it with the async "
-                "queuey.Producer (this producer cannot refuse a duplicate)"
             )
         if job_type.__queuey_result__ is not None and not self.keeps_results:
             backend = type(getattr(self, "backend", None)).__name__

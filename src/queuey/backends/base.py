@@ -85,6 +85,7 @@ __all__ = [
     "ResultBackend",
     "SyncJobLookup",
     "SyncResultBackend",
+    "SyncUniqueBackend",
 ]
 
 CancelResult = Literal["cancelled", "requested", "not_found"]
@@ -541,6 +542,28 @@ class SyncBackend(Protocol):
 
     def close(self) -> None:
         """Release connections (and threads). Idempotent."""
+        ...
+
+
+@runtime_checkable
+class SyncUniqueBackend(Protocol):
+    """``UniqueBackend.publish_unique`` for code without an event loop (``queuey.sync``
+    backends over PostgreSQL or memory)."""
+
+    def publish_unique(
+        self,
+        envelopes: Sequence[Envelope],
+        keys: Sequence[UniqueKey | None],
+        delay: timedelta | None = None,
+        *,
+        connection: object | None = None,
+    ) -> list[EnqueueResult]:
+        """As ``UniqueBackend.publish_unique``; ``connection`` as for ``SyncBackend.publish``.
+
+        Raises:
+            BackendError: nothing was published.
+            ConfigError: the backend cannot refuse duplicates (RabbitMQ).
+        """
         ...
 
 

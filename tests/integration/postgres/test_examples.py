@@ -131,3 +131,32 @@ async def test_fastapi_enqueues_in_its_own_transaction(
     await run_until(worker, lambda: stats.succeeded == 1)
     done = query(database_url, "SELECT status FROM {s}.queue_message", pg_schema)
     assert done == [("done",)]
+
+
+def test_django_enqueues_follow_the_transaction_by_default_or_warn(
+    database_url: str, pg_schema: str
+) -> None:
+    driver = subprocess.run(
+        [sys.executable, "-m", "tests.integration.postgres.django_atomic_driver"],
+        cwd=ROOT,
+        env=environment(database_url, pg_schema),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert driver.returncode == 0, driver.stderr
+    report = json.loads(driver.stdout)
+    ids = report["ids"]
+    rows = dict(query(database_url, "SELECT id::text, status FROM {s}.queue_message", pg_schema))
+    kept = {case for case, job_id in ids.items() if rows.get(job_id) == "pending"}
+    assert kept == {
+        "plain_in_rolled_back_block",  # written outside the block: the trap the warning names
+        "plain_outside",
+        "following_committed",
+        "following_outside",
+    }
+    ((category, message, where),) = report["warnings"]
+    assert (category, where) == ("TransactionWarning", "django_atomic_driver.py")
+    assert "runs even if the block rolls back" in message
+    assert "default_connection=django.db.connection" in message

@@ -43,10 +43,10 @@ from queuey.backends.postgres._publish import (
     bulk_params,
     copy_rows,
     fold,
-    folded,
     once_params,
     single_params,
     unique_params,
+    unique_results,
 )
 from queuey.backends.postgres._recovery import Recovery
 from queuey.backends.postgres._sql import Statements, check_identifier
@@ -373,12 +373,7 @@ class PostgresBackend:
         seconds = 0.0 if delay is None else delay.total_seconds()
         params = unique_params(sent, sent_keys, seconds, self._ttl, self.channel)
         rows = await self._store.publish_unique(params, connection)
-        results, seen = [], set()
-        for at, key in zip(where, keys, strict=True):
-            row = rows[at]
-            results.append(EnqueueResult(row.id, outcome=folded(row.outcome, at in seen, key)))
-            seen.add(at)
-        return results
+        return unique_results(rows, where, keys)
 
     async def publish_once(
         self,

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic_core import to_json
 
 from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
 from queuey.envelope import Envelope, Kind
-from queuey.unique import EnqueueOutcome, IdempotencyKey, UniqueKey
+from queuey.unique import EnqueueOutcome, EnqueueResult, IdempotencyKey, UniqueKey
 
 __all__ = [
     "REPLACE_BIT",
@@ -39,6 +39,7 @@ __all__ = [
     "once_params",
     "single_params",
     "unique_params",
+    "unique_results",
 ]
 
 REPLACE_BIT = 16
@@ -225,6 +226,34 @@ def unique_params(
     )
     params["periods"] = number_array([None if k is None else k.period for k in keys])
     return params
+
+
+class Written(Protocol):
+    """A row of ``publish_unique``: the id written or found, and what the statement did."""
+
+    @property
+    def id(self) -> str:
+        """The job id."""
+        ...
+
+    @property
+    def outcome(self) -> EnqueueOutcome:
+        """``"inserted"``, ``"replaced"`` or ``"skipped"``."""
+        ...
+
+
+def unique_results(
+    rows: Sequence[Written], where: Sequence[int], keys: Sequence[UniqueKey | None]
+) -> list[EnqueueResult]:
+    """One result per envelope given to ``fold`` (``where``: the sent row each became; ``keys``:
+    each one's key), from the rows ``publish_unique`` returned for the sent ones (``folded``
+    says what became of an envelope folded into an earlier one of the same call)."""
+    results, seen = [], set()
+    for at, key in zip(where, keys, strict=True):
+        row = rows[at]
+        results.append(EnqueueResult(row.id, outcome=folded(row.outcome, at in seen, key)))
+        seen.add(at)
+    return results
 
 
 def once_params(

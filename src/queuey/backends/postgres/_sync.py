@@ -1,7 +1,8 @@
 """The synchronous twin of the store's publishing half: the same named statements of
-``sql/queries.sql`` (``publish``, ``publish_one``, ``publish_job``, ``cancel``,
-``schema_version``), run on psycopg's synchronous ``ConnectionPool`` or on the caller's own
-synchronous connection, with the store's one error policy (``_errors.database_errors``).
+``sql/queries.sql`` (``publish``, ``publish_one``, ``publish_job``, ``publish_unique``,
+``cancel``, ``schema_version``), run on psycopg's synchronous ``ConnectionPool`` or on the
+caller's own synchronous connection, with the store's one error policy
+(``_errors.database_errors``).
 
 It serves ``SyncPostgresBackend`` (``queuey.sync``), for code with no event loop: a Django
 view, a Flask handler, a script. The caller's connection may be a psycopg ``Connection`` or
@@ -27,7 +28,7 @@ from queuey.backends.postgres._errors import (
     no_connection,
     server_of,
 )
-from queuey.backends.postgres._rows import job_info
+from queuey.backends.postgres._rows import Enqueued, job_info
 from queuey.backends.postgres._sql import Statements
 from queuey.backends.postgres._store import Params, PublishQuery, schema_error
 from queuey.secrets import remember
@@ -198,6 +199,27 @@ class SyncStore:
                 connection.execute(statement, params)
             return
         self._on_pool(lambda conn: conn.execute(statement, params).rowcount, self.publish_timeout)
+
+    def publish_unique(
+        self, params: Params, connection: SyncConnection | None = None
+    ) -> list[Enqueued]:
+        """``publish_unique``: as ``Store.publish_unique``, on ``connection`` (the caller's
+        transaction) or on a pooled connection (within ``publish_timeout``).
+
+        Raises:
+            DatabaseUnavailableError, BackendError: as for ``publish``; nothing was written.
+        """
+        statement = self.statements["publish_unique"]
+
+        def run(conn: SyncConnection) -> list[Enqueued]:
+            cursor = conn.cursor(row_factory=class_row(Enqueued))
+            cursor.execute(statement, params)
+            return cursor.fetchall()
+
+        if connection is not None:
+            with database_errors():
+                return run(connection)
+        return self._on_pool(run, self.publish_timeout)
 
     def cancel(self, row_id: str, channel: str) -> str | None:
         """``cancel``: as ``Store.cancel``; returns the status the row had, ``None`` when no

@@ -18,7 +18,13 @@ from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.postgres._admin import parse_id
 from queuey.backends.postgres._backend import process_identity
 from queuey.backends.postgres._cancel import cancel_channel, cancel_result
-from queuey.backends.postgres._publish import bulk_params, single_params
+from queuey.backends.postgres._publish import (
+    bulk_params,
+    fold,
+    single_params,
+    unique_params,
+    unique_results,
+)
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._sync import SyncStore, caller_connection
 from queuey.durations import Duration, parse_duration
@@ -26,6 +32,7 @@ from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
 from queuey.secrets import redact
+from queuey.unique import EnqueueResult, UniqueKey
 
 __all__ = ["SyncPostgresBackend"]
 
@@ -46,6 +53,11 @@ class SyncPostgresBackend:
             as ``PostgresBackend``'s: past it, ``BackendUnavailableError`` says the database
             is unreachable and for how long it was tried, and nothing was written. An enqueue
             on the caller's connection (``connection=``) is not bounded by it.
+        default_connection: the connection an enqueue given no ``connection=`` writes on
+            (``queuey.sync.Producer``): Django's ``django.db.connection`` makes every enqueue
+            commit or roll back with the calling thread's Django transaction (outside an
+            ``atomic()`` block Django commits each statement at once, so the job is written
+            then). ``None`` (the default): the backend's own pooled connections.
 
     Raises:
         ConfigError: a bad identifier or count (the message names it).
@@ -64,8 +76,10 @@ class SyncPostgresBackend:
         pool_size: int = 4,
         connect_timeout: int = 10,
         publish_timeout: Duration = "5s",
+        default_connection: object | None = None,
     ) -> None:
         self.conninfo = conninfo
+        self.default_connection = default_connection
         self.statements = Statements(schema, table)
         self.channel = check_identifier(channel or f"{schema}_jobs"[:63], "channel")
         self.cancel_channel = cancel_channel(schema)
@@ -180,6 +194,34 @@ class SyncPostgresBackend:
         else:
             params = bulk_params(envelopes, seconds, self._ttl, self.channel)
             self._store.publish("publish", params, conn)
+
+    def publish_unique(
+        self,
+        envelopes: Sequence[Envelope],
+        keys: Sequence[UniqueKey | None],
+        delay: timedelta | None = None,
+        *,
+        connection: object | None = None,
+    ) -> list[EnqueueResult]:
+        """As ``PostgresBackend.publish_unique``, through the same statement
+        (``INSERT … ON CONFLICT``, all or nothing); ``connection`` as for ``publish``.
+
+        Returns:
+            One result per envelope, in order: its id and ``inserted=True``, or the holder's id
+            and ``inserted=False``.
+
+        Raises:
+            TypeError, BackendUnavailableError, BackendError, ShutDownError: as for
+                ``publish``.
+        """
+        self._check_open()
+        conn = None if connection is None else caller_connection(connection)
+        if not envelopes:
+            return []
+        sent, sent_keys, where = fold(envelopes, keys)
+        seconds = 0.0 if delay is None else delay.total_seconds()
+        params = unique_params(sent, sent_keys, seconds, self._ttl, self.channel)
+        return unique_results(self._store.publish_unique(params, conn), where, keys)
 
     def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Publish ``envelope`` due after ``delay`` at its own (top) priority.
