@@ -182,6 +182,7 @@ async def test_a_cancelled_plain_handler_that_runs_on_keeps_its_job_held_until_i
         await asyncio.sleep(0.4)  # past the cancel grace: the run gave up, its thread did not
         info = await producer.job(job_id)
         assert info is not None and info.state == "running", "held while its thread runs"
+        assert info.cancel_requested
         assert await producer.cancel(job_id) == "requested", "asked again: still running"
         stats = first.stats[task.job_queue().name]
         async with asyncio.timeout(10):
@@ -195,7 +196,7 @@ async def test_a_cancelled_plain_handler_that_runs_on_keeps_its_job_held_until_i
         if other is not None:
             await other
     info = await producer.job(job_id)
-    assert info is not None and info.state == "cancelled"
+    assert info is not None and info.state == "cancelled" and not info.cancel_requested
     assert len(runs) == 1, runs
     assert first.settle_failures == 0
     assert second.stats[task.job_queue().name].acked == 0

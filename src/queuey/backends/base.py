@@ -138,6 +138,8 @@ class JobInfo:
         progress: the last progress its handler reported (``None`` when none).
         errors: every failed attempt's ``AttemptError``, oldest first (the latest
             ``MAX_ATTEMPT_ERRORS`` of them); empty when no run failed.
+        cancel_requested: a cancel reached the job while it runs (``state`` is ``"running"``):
+            it ends ``cancelled`` when that run ends.
     """
 
     id: str
@@ -155,6 +157,7 @@ class JobInfo:
     result: Any = None
     progress: Progress | None = None
     errors: tuple[AttemptError, ...] = ()
+    cancel_requested: bool = False
 
 
 @runtime_checkable

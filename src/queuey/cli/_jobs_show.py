@@ -42,11 +42,15 @@ def job_json(job: JobInfo) -> dict[str, Any]:
         "payload": job.payload,
         "progress": None if job.progress is None else asdict(job.progress),
         "result": job.result,
+        "cancel_requested": job.cancel_requested,
     }
 
 
 def _state(job: JobInfo, now: datetime) -> str:
-    """The state, saying when a pending job is due ("pending, scheduled: due in 4m 05s")."""
+    """The state, saying when a pending job is due ("pending, scheduled: due in 4m 05s") and
+    when a running one's cancel was asked for."""
+    if job.cancel_requested:
+        return f"{job.state}, cancel requested: it ends cancelled when its run ends"
     if job.state != "pending":
         return job.state
     wait = (job.due_at - now).total_seconds()
@@ -103,10 +107,12 @@ def show(job_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool
                    "traceback": str | null, "at": ISO 8601 str, "worker": str}],
        "payload": any,
        "progress": {"fraction": float, "done": int | null, "total": int | null,
-                    "note": str | null} | null, "result": any}
+                    "note": str | null} | null, "result": any,
+       "cancel_requested": bool}
     where due_at is when a pending job may run next (later than now: scheduled),
     progress is the last its handler reported (ctx.progress) and result a done job's
-    stored result (null when its job type declares none).
+    stored result (null when its job type declares none), and cancel_requested is true
+    for a running job whose cancel was asked for (it ends cancelled when its run ends).
     """
     admin = _admin(database_url, schema)
     job = _operate(admin.job(job_id))

@@ -77,7 +77,11 @@ async def test_an_operator_cannot_restart_a_cancelled_plain_handler_while_it_run
             result = await cli("failed", "discard", "--cancelled", job_id, *url)
             assert result.exit_code == 1 and "still runs" in result.stderr, result.stderr
             info = await producer.job(job_id)
-            assert info is not None and info.state == "running"
+            assert info is not None and info.state == "running" and info.cancel_requested
+            result = await cli("jobs", "show", job_id, *url)
+            assert "running, cancel requested: it ends cancelled when its run ends" in (
+                result.stdout
+            ), result.stdout
             await asyncio.sleep(2.5)  # past the lease: the heartbeat keeps the row held
             info = await producer.job(job_id)
             assert info is not None and info.state == "running", "held while its thread runs"

@@ -9,6 +9,7 @@ shares the state.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -178,7 +179,13 @@ class MemoryBackend:
         """Where job ``job_id`` is now (``JobLookup``): its state, attempts, last error and due
         time; ``None`` when this backend never saw it. Works after ``close`` too."""
         record = self._store.jobs.get(job_id)
-        return None if record is None else record.info(self._store.clock)
+        if record is None:
+            return None
+        info = record.info(self._store.clock)
+        request = self._store.running.get(job_id)
+        if info.state == "running" and request is not None and request.done():
+            return dataclasses.replace(info, cancel_requested=True)
+        return info
 
     def keep_open_for(self, runs: Iterable[asyncio.Future[Any]]) -> None:
         """Make ``close`` wait for ``runs`` (``RunKeeper``), so their outcomes are recorded."""

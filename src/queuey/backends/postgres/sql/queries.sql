@@ -711,7 +711,8 @@ WHERE id = %(id)s::uuid;
 -- One job by id, whatever its status, as a JobInfo (a backend's job lookup, `queuey jobs show`).
 SELECT id::text AS id, kind, queue, job_type, status AS state, attempts, redeliveries, deferrals,
        priority, available_at AS due_at, error AS last_error, payload, result, progress,
-       coalesce(errors, '[]'::jsonb) AS errors
+       coalesce(errors, '[]'::jsonb) AS errors,
+       cancel_requested_at IS NOT NULL AS cancel_requested
 FROM {table}
 WHERE id = %(id)s::uuid;
 
