@@ -142,6 +142,12 @@ async def test_sign_in_with_an_api_key_and_open_every_page(
     await page.goto(f"{server.dashboard}/jobs/{failed_id}")
     assert "first try fails <b>on purpose</b>" in await page.locator("#error").inner_text()
     assert await page.locator("#payload").inner_text() == '{\n  "batch": 7\n}'
+    attempt = page.locator("#attempt-errors li")
+    assert await attempt.count() == 1  # max_attempts = 1: one failed attempt, kept in full
+    assert "RuntimeError: flaky: first try fails" in await attempt.locator("pre.error").inner_text()
+    await attempt.locator("summary").click()
+    traceback = await attempt.locator("pre.traceback").inner_text()
+    assert traceback.startswith("Traceback (most recent call last):") and "in flaky" in traceback
     await page.screenshot(path=screenshot_path("dashboard-job.png", tmp_path), full_page=True)
 
 
