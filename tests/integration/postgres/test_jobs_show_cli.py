@@ -106,6 +106,7 @@ async def test_jobs_show_json(land: Land) -> None:
         "payload": {"size": 128},
         "progress": None,
         "result": None,
+        "cancel_requested": False,
     }
     assert due_at.utcoffset() == timedelta(0)
     assert due_at > datetime.now(UTC) + timedelta(minutes=58)
