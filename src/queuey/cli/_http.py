@@ -7,6 +7,7 @@ import logging
 import click
 
 from queuey._extras import install_hint
+from queuey.backends.base import JobLookup
 from queuey.cli._observe import log_format_option
 from queuey.cli._root import SCHEMA, fail, main, remember_option, run_async, run_until_signal
 from queuey.cli._topics import CONFIG, app_database_url, connect_backend
@@ -34,7 +35,9 @@ def serve_command(
     """Serve POST <base>/queues/{topic} until SIGINT/SIGTERM.
 
     [http] in the app file sets the base path, the body limit and the accepted credentials;
-    [queues] publish says who may publish (default "private": every request gets 404).
+    [queues] publish says who may publish (default "private": every request gets 404);
+    [queues] jobs who may read a job's state, progress and result with GET <base>/jobs/{id}
+    (default "private": no such route).
     """
     try:
         from queuey.http import AccessPolicy, HttpConfig, publish_app
@@ -55,11 +58,15 @@ def serve_command(
         backend = await connect_backend(app_config.queues, url, schema=schema)
         try:
             publisher = TopicPublisher(app_config.queues, backend)
-            app = publish_app(http_config, publisher, access)
+            lookup = backend if isinstance(backend, JobLookup) else None
+            jobs_access = AccessPolicy.parse(app_config.queues.jobs_access())
+            app = publish_app(http_config, publisher, access, jobs=lookup, jobs_access=jobs_access)
             server = HttpServer(
                 app, host=host, port=port, log_level="info", **timeouts(http_config)
             )
             log.info("POST %s/queues/{topic}: publish = %s", http_config.base, access)
+            if not jobs_access.is_private:
+                log.info("GET %s/jobs/{id}: jobs = %s", http_config.base, jobs_access)
             await run_until_signal(server.run, server.shutdown)
         finally:
             await backend.close()

@@ -32,6 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 import queuey
+from queuey.backends.base import JobLookup
 from queuey.errors import BackendError, BackendUnavailableError
 from queuey.http.access import AccessPolicy, Level
 from queuey.http.auth import Authenticator, InvalidCredentialsError, Principal
@@ -45,6 +46,7 @@ from queuey.http.body import (
 )
 from queuey.http.config import HttpConfig
 from queuey.http.credentials import CredentialAuthenticator
+from queuey.http.jobs import JobsEndpoint
 from queuey.http.openapi import openapi_document
 from queuey.topics.publication import (
     IdempotencyConflictError,
@@ -93,6 +95,8 @@ def publish_app(
     *,
     authenticator: Authenticator | None = None,
     mounts: Sequence[BaseRoute] = (),
+    jobs: JobLookup | None = None,
+    jobs_access: AccessPolicy | None = None,
 ) -> Starlette:
     """Build the ASGI app serving the publish endpoint (and its OpenAPI description).
 
@@ -106,6 +110,9 @@ def publish_app(
         authenticator: resolves callers; by default bearer JWTs and API keys from ``config``.
         mounts: more routes served by the same app, e.g. the dashboard
             (``queuey.dashboard.dashboard_mount``), which answer for themselves.
+        jobs: where ``GET {base}/jobs/{id}`` reads a job (``queuey.http.jobs``), served only
+            with ``jobs_access`` (the parsed ``[queues] jobs`` string) not private.
+        jobs_access: who may read jobs; ``None`` or private: the route does not exist.
 
     Returns:
         The app. ``GET {base}/openapi.json`` exists only when ``access`` is not private.
@@ -118,6 +125,10 @@ def publish_app(
     routes: list[BaseRoute] = [Route(topic_path, endpoint.publish, methods=["POST"])]
     if not access.is_private:
         routes.append(Route(f"{config.base}/openapi.json", endpoint.openapi, methods=["GET"]))
+    if jobs is not None and jobs_access is not None and not jobs_access.is_private:
+        admit = _Admission(jobs_access, endpoint.authenticator, endpoint.challenge)
+        reader = JobsEndpoint(jobs, admit, RETRY_AFTER_SECS)
+        routes.append(Route(f"{config.base}/jobs/{{job_id}}", reader.show, methods=["GET"]))
     routes.extend(mounts)  # the dashboard, mounted beside the endpoint
     app = Starlette(
         routes=routes,
@@ -155,19 +166,18 @@ class _PublishEndpoint:
             document["servers"] = [{"url": root_path}]
         return JSONResponse(document)
 
+    @property
+    def authenticator(self) -> Authenticator:
+        """Resolves callers."""
+        return self._authenticator
+
+    @property
+    def challenge(self) -> dict[str, str]:
+        """The ``WWW-Authenticate`` header of a 401."""
+        return self._challenge
+
     async def _admit(self, request: Request) -> Principal | None:
-        if self._access.is_private:
-            principal = None
-        else:
-            try:
-                principal = await self._authenticator.authenticate(request)
-            except InvalidCredentialsError as exc:
-                raise HTTPException(401, str(exc), headers=self._challenge) from None
-        refusal = authorize(self._access, principal)
-        if refusal is not None:
-            headers = self._challenge if refusal.status == 401 else None
-            raise HTTPException(refusal.status, refusal.message, headers=headers)
-        return principal
+        return await _Admission(self._access, self._authenticator, self._challenge)(request)
 
     async def _message(self, request: Request) -> JsonValue:
         try:
@@ -279,3 +289,31 @@ def _warn_at_start(config: HttpConfig, access: AccessPolicy, *, custom: bool) ->
             "api_keys: every publish will be refused",
             str(access),
         )
+
+
+class _Admission:
+    """Lets a request in under ``access`` (its principal), or raises the refusal."""
+
+    def __init__(
+        self, access: AccessPolicy, authenticator: Authenticator, challenge: dict[str, str]
+    ) -> None:
+        self._access, self._authenticator, self._challenge = access, authenticator, challenge
+
+    async def __call__(self, request: Request) -> Principal | None:
+        """The caller, when ``access`` admits it.
+
+        Raises:
+            HTTPException: 404 private, 401 credentials missing or invalid, 403 refused.
+        """
+        if self._access.is_private:
+            principal = None
+        else:
+            try:
+                principal = await self._authenticator.authenticate(request)
+            except InvalidCredentialsError as exc:
+                raise HTTPException(401, str(exc), headers=self._challenge) from None
+        refusal = authorize(self._access, principal)
+        if refusal is not None:
+            headers = self._challenge if refusal.status == 401 else None
+            raise HTTPException(refusal.status, refusal.message, headers=headers)
+        return principal

@@ -90,6 +90,9 @@ class QueuesConfig:
             and answers with the first publication (>= 1).
         schedule: topic → ``TopicSchedule`` (``[queues.schedule]``): published periodically
             by ``queuey run`` (every process of the app tries each slot; it is published once).
+        jobs: who may read a job's state, progress and result over HTTP (``GET
+            <base>/jobs/{id}``; the access grammar of ``publish``); ``"private"`` (the
+            default): the route does not exist.
         publish_timeout_secs: seconds a publish (``queuey publish``, the HTTP endpoint, a
             schedule's slot) waits for the database before it fails saying the database is
             unreachable; the HTTP endpoint then answers 503 (>= 1; the backend's
@@ -114,11 +117,13 @@ class QueuesConfig:
     idempotency_hours: int = 24
     schedule: Mapping[str, TopicSchedule] = field(default_factory=dict, hash=False)
     publish_timeout_secs: int = 5
+    jobs: str = "private"
 
     def __post_init__(self) -> None:
         check_bool(self.enabled, "enabled", site=_SITE)
         check_str(self.prefix, "prefix", site=_SITE)
         check_str(self.publish, "publish", site=_SITE)
+        check_str(self.jobs, "jobs", site=_SITE)
         for key, (low, high) in _COUNTS.items():
             check_int(getattr(self, key), key, low=low, high=high, site=_SITE)
         if not _CHANNEL.fullmatch(self.channel()):
@@ -176,6 +181,10 @@ class QueuesConfig:
         once at start-up and log a warning naming a value that closed the door.
         """
         return self.publish.strip()
+
+    def jobs_access(self) -> str:
+        """The access string of ``GET <base>/jobs/{id}`` (as ``publish_access``)."""
+        return self.jobs.strip()
 
     def retry_delay_secs(self, attempts: int) -> int:
         """Seconds to wait after a message failed ``attempts`` times:
