@@ -101,7 +101,8 @@ class PostgresBackend:
             ``enqueue_many``, topic ``publish``, the HTTP endpoint's) waits for the database
             (duration; default 5 s): when no connection answers within it, the call raises
             ``BackendUnavailableError`` saying the database is unreachable and for how long it
-            was tried, and nothing is written. One on the caller's own connection
+            was tried (or, when every connection of a full pool stayed busy that long, saying
+            so: raise ``pool_size``), and nothing is written. One on the caller's own connection
             (``connection=``) is not bounded by it: that connection, its transaction and its
             own timeouts decide. A statement already running is not cut short (a large
             ``enqueue_many`` takes what it takes).
