@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import psycopg
@@ -207,3 +208,21 @@ async def until_status(
         while (response := await http.get(url)).status_code != status:
             await asyncio.sleep(0.1)
     return response
+
+
+async def test_a_full_pool_whose_connections_stay_busy_says_so(
+    database_url: str, pg_schema: str
+) -> None:
+    async with PostgresBackend(
+        database_url, schema=pg_schema, pool_size=1, publish_timeout=BOUND
+    ) as backend:
+        producer = await Producer.create(DownQueues, backend)
+        async with backend._store.transaction():  # the pool's only connection, held
+            message, _ = await fails_in_time(lambda: producer.enqueue(Note(n=1)))
+        await producer.enqueue(Note(n=2))  # free again
+    server = f"{urlsplit(database_url).hostname}:{urlsplit(database_url).port or 5432}"
+    assert message == (
+        f"PostgreSQL at {server}: every connection of the pool (1) stayed busy for 1s "
+        "(publish_timeout); nothing was written"
+    )
+    assert await count(database_url, pg_schema) == 1
