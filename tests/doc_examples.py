@@ -21,6 +21,7 @@ IN_MEMORY = (
     "unique_jobs",
     "periodic_jobs",
     "from_celery",
+    "results",
 )
 """Run by ``tests/unit/test_docs_examples.py`` under virtual time."""
 
