@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         UnknownQueueError,
     )
     from queuey.jobs import Job, JobContext, NoResult
+    from queuey.limits import Concurrency, RateLimit
     from queuey.producer import Producer
     from queuey.progress import Progress
     from queuey.queues import DEFAULT_MAX_PRIORITY, Queue, QueueConfig, QueueSet
@@ -102,6 +103,8 @@ _WHERE: dict[str, str] = {
     "SchemaError": "queuey.errors",
     "ShutDownError": "queuey.errors",
     "Unique": "queuey.unique",
+    "Concurrency": "queuey.limits",
+    "RateLimit": "queuey.limits",
     "UnknownJobError": "queuey.errors",
     "UnknownQueueError": "queuey.errors",
     "Worker": "queuey.worker",
@@ -152,6 +155,8 @@ __all__ = [
     "SchemaError",
     "ShutDownError",
     "Unique",
+    "Concurrency",
+    "RateLimit",
     "UnknownJobError",
     "UnknownQueueError",
     "Worker",

@@ -24,6 +24,7 @@ from typing_extensions import TypeVar
 from queuey._run_scope import RunControls, RunScope
 from queuey._validation import Site, check_str, shown
 from queuey.errors import ConfigError
+from queuey.limits import FlowLimit, LimitSpec, resolve_limits
 from queuey.queues import Queue, QueueSet
 from queuey.retry import RetryPolicy
 from queuey.unique import Unique, UniqueKey
@@ -46,14 +47,15 @@ class Job(BaseModel, Generic[Q, R]):
     for a job whose handler returns a ``Result``: a pydantic model or any type pydantic
     validates, stored with the job's completion and awaited with ``handle.result()``) with
     ``queue=`` (required), ``retry=`` (a ``RetryPolicy`` that beats the queue's), ``name=``
-    and ``unique=`` (a ``Unique``: refuse a duplicate while the first is pending or running)
-    class keywords.
+    ``unique=`` (a ``Unique``: refuse a duplicate while the first is pending or running)
+    and ``limits=`` (a list of ``Concurrency`` / ``RateLimit`` for this job type) class
+    keywords.
 
     Raises:
         ConfigError: at class creation, naming the job class, when ``queue`` is missing or
             belongs to another set, ``retry`` is not a valid ``RetryPolicy``, ``name`` is
-            not a non-empty string, or ``unique`` is not a ``Unique`` or names a field the job
-            does not have.
+            not a non-empty string, ``unique`` is not a ``Unique`` or names a field the job
+            does not have, or ``limits`` is not a list of limits or names such a field.
     """
 
     __queuey_queue__: ClassVar[Queue | None] = None
@@ -61,6 +63,7 @@ class Job(BaseModel, Generic[Q, R]):
     __queuey_name__: ClassVar[str] = ""
     __queuey_unique__: ClassVar[Unique | None] = None
     __queuey_result__: ClassVar[TypeAdapter[Any] | None] = None
+    __queuey_limits__: ClassVar[tuple[LimitSpec, ...]] = ()
 
     def __init_subclass__(
         cls,
@@ -68,6 +71,7 @@ class Job(BaseModel, Generic[Q, R]):
         retry: RetryPolicy | None = None,
         name: str | None = None,
         unique: Unique | None = None,
+        limits: list[FlowLimit] | tuple[FlowLimit, ...] | None = None,
         **kwargs: Any,
     ) -> None:
         # The class keywords are checked in __pydantic_init_subclass__, once pydantic has
@@ -81,6 +85,7 @@ class Job(BaseModel, Generic[Q, R]):
         retry: RetryPolicy | None = None,
         name: str | None = None,
         unique: Unique | None = None,
+        limits: list[FlowLimit] | tuple[FlowLimit, ...] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__pydantic_init_subclass__(**kwargs)
@@ -98,6 +103,9 @@ class Job(BaseModel, Generic[Q, R]):
         cls.__queuey_name__ = name or f"{cls.__module__}.{cls.__qualname__}"
         if unique is not None:
             cls.__queuey_unique__ = _checked_unique(site, unique, cls)
+        if limits is not None:
+            fields = list(cls.model_fields)
+            cls.__queuey_limits__ = resolve_limits(site, limits, cls.__queuey_name__, fields)
         cls.__queuey_result__ = _result_adapter(site, cls)
 
     @classmethod
@@ -121,6 +129,11 @@ class Job(BaseModel, Generic[Q, R]):
     def job_unique(cls) -> Unique | None:
         """The job's ``Unique`` declaration, or ``None``."""
         return cls.__queuey_unique__
+
+    @classmethod
+    def job_limits(cls) -> tuple[LimitSpec, ...]:
+        """The job type's own flow limits (its ``limits=`` keyword), resolved."""
+        return cls.__queuey_limits__
 
     @classmethod
     def result_type(cls) -> Any:

@@ -23,6 +23,7 @@ from queuey._validation import Site, check_bool, check_int, check_str, shown
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Kind
 from queuey.errors import ConfigError
+from queuey.limits import FlowLimit, LimitSpec, resolve_limits
 from queuey.retry import RetryPolicy
 
 __all__ = ["DEFAULT_MAX_PRIORITY", "Queue", "QueueConfig", "QueueSet", "snake_case"]
@@ -54,6 +55,8 @@ class QueueConfig:
         job_types: when set, a consumer of this queue is handed only these job types (for a
             topic: the subscribers this app declares), and leaves the rest to other consumers;
             ``None`` hands out everything. Honoured by the memory and PostgreSQL backends.
+        limits: the flow limits of the queue and of its job types (``queuey.limits``): rows
+            are claimed only while every limit that applies to them has room.
     """
 
     name: str
@@ -64,6 +67,7 @@ class QueueConfig:
     max_priority: int = DEFAULT_MAX_PRIORITY
     kind: Kind = "job"
     job_types: tuple[str, ...] | None = None
+    limits: tuple[LimitSpec, ...] = ()
 
     @property
     def top_priority(self) -> int:
@@ -82,6 +86,8 @@ class Queue:
         message_ttl: dead-letter a job not started within this duration
             (a duration string, ``timedelta`` or seconds; not zero).
         max_priority: top priority level, 0..255 (default 10; 0 = not a priority queue).
+        limits: flow limits of the whole queue (``Concurrency``, ``RateLimit``; a job
+            class declares its own with its ``limits=`` keyword).
 
     Options are validated when the enclosing ``QueueSet`` class is created; an unknown option,
     a value of the wrong type (``durable="no"``, ``prefetch=1.5``) or out of range, an invalid
@@ -98,6 +104,7 @@ class Queue:
         durable: bool = True,
         message_ttl: Duration | None = None,
         max_priority: int = DEFAULT_MAX_PRIORITY,
+        limits: list[FlowLimit] | tuple[FlowLimit, ...] = (),
         **unknown: Never,
     ) -> None:
         self._options: dict[str, Any] = {
@@ -107,6 +114,7 @@ class Queue:
             "durable": durable,
             "message_ttl": message_ttl,
             "max_priority": max_priority,
+            "limits": limits,
         }
         self._unknown = sorted(unknown)
         self.attribute = ""
@@ -167,6 +175,7 @@ def _resolve(site: Site, attribute: str, prefix: str | None, opts: dict[str, Any
         durable=check_bool(opts["durable"], "durable", site=site),
         message_ttl=None if ttl is None else parse_duration(ttl, site.name("message_ttl")),
         max_priority=check_int(opts["max_priority"], "max_priority", low=0, high=255, site=site),
+        limits=resolve_limits(site, opts["limits"]),
     )
 
 

@@ -30,6 +30,7 @@ from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError
 from queuey.jobs import Job, NoResult, Q
+from queuey.limits import LimitSpec
 from queuey.queues import Queue, QueueConfig, QueueSet
 from queuey.schedule import Schedule
 
@@ -250,7 +251,8 @@ class Worker(Engine, Generic[Q]):
         configs = []
         for config in self._configs:
             handled = self._face.handled(config.name)
-            configs.append(replace(config, job_types=handled))
+            limits = config.limits + declared_limits(self.queue_set, config.name)
+            configs.append(replace(config, job_types=handled, limits=limits))
             missing = [name for name in declared_job_types(self.queue_set, config.name)
                        if name not in handled]  # fmt: skip
             if missing:
@@ -286,7 +288,18 @@ class Worker(Engine, Generic[Q]):
 def declared_job_types(queue_set: type[QueueSet], queue: str) -> list[str]:
     """The names of the job classes bound to ``queue`` (a resolved name) of ``queue_set``
     defined so far in this process, sorted."""
-    found: set[str] = set()
+    return sorted({cls.job_name() for cls in _bound_jobs(queue_set, queue)})
+
+
+def declared_limits(queue_set: type[QueueSet], queue: str) -> tuple[LimitSpec, ...]:
+    """The flow limits of the job classes bound to ``queue`` of ``queue_set`` (their
+    ``limits=`` keywords), in job name order."""
+    jobs = sorted(_bound_jobs(queue_set, queue), key=lambda cls: cls.job_name())
+    return tuple(spec for cls in jobs for spec in cls.job_limits())
+
+
+def _bound_jobs(queue_set: type[QueueSet], queue: str) -> list[type[Job[Any, Any]]]:
+    found: list[type[Job[Any, Any]]] = []
     seen: set[type] = set()
     stack: list[type] = list(Job.__subclasses__())
     while stack:
@@ -297,8 +310,8 @@ def declared_job_types(queue_set: type[QueueSet], queue: str) -> list[str]:
         stack.extend(cls.__subclasses__())
         bound = getattr(cls, "__queuey_queue__", None)
         if isinstance(bound, Queue) and bound.queue_set is queue_set and bound.config.name == queue:
-            found.add(cls.job_name())  # type: ignore[attr-defined]
-    return sorted(found)
+            found.append(cls)
+    return found
 
 
 def _plain_handlers(value: object) -> Literal["thread", "process"]:

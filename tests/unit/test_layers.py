@@ -41,6 +41,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "jobs",
             "_outcome",
             "unique",
+            "limits",
             "schedule",
             "_run_scope",
             "_extras",

@@ -351,6 +351,8 @@ class PgConsumer:
         # Half the prefetch per claim: the next claim is on the wire while the handlers of the
         # previous one run, so the database and the handlers overlap instead of taking turns.
         self._claim_batch = max(1, config.prefetch // 2)
+        # Under a concurrency cap, a run ending here may give a held-back row its turn.
+        self._capped = any(spec.per is None for spec in config.limits)
 
     def poke(self) -> None:
         """Something may be claimable now (a notification, the poll, a due row)."""
@@ -394,8 +396,8 @@ class PgConsumer:
     def settled(self, delivery: PgDelivery) -> None:
         """A delivery of this consumer was settled: a slot is free."""
         self._settling -= 1
-        if delivery is self._suspect:
-            self._suspect = None
+        if delivery is self._suspect or self._capped:
+            self._suspect = None if delivery is self._suspect else self._suspect
             self._maybe_more = True
         if self._maybe_more:
             self._event.set()

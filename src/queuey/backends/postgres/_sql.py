@@ -21,7 +21,10 @@ __all__ = ["Migration", "Statements", "check_identifier", "latest_version", "mig
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _NAME_LINE = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
-_INDEXES = ("claim", "lease", "done", "expiry", "failed", "cancelled", "unique")
+_INDEXES = (
+    "claim", "lease", "done", "expiry", "failed", "cancelled", "unique", "running", "starts",
+    "starts_age",
+)  # fmt: skip
 _PER_CALL = frozenset({"listen"})  # composed with an identifier known only when run
 
 
@@ -101,6 +104,7 @@ class Statements:
             "idempotency_age_index": sql.Identifier(f"{self.table}_idempotency_age"[:63]),
             "paused": sql.Identifier(self.schema, f"{self.table}_paused"[:63]),
             "audit": sql.Identifier(self.schema, f"{self.table}_audit"[:63]),
+            "flow_starts": sql.Identifier(self.schema, f"{self.table}_flow_starts"[:63]),
         }
         for index in _INDEXES:
             self.names[f"{index}_index"] = sql.Identifier(f"{self.table}_{index}"[:63])

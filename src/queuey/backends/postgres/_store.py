@@ -34,6 +34,7 @@ from queuey.backends.postgres._errors import (
     UndefinedTableError,
     database_errors,
 )
+from queuey.backends.postgres._flow import limited_claim
 from queuey.backends.postgres._pool import Connection, Connections, Lent
 from queuey.backends.postgres._rows import (
     Claimed,
@@ -128,9 +129,11 @@ class Store:
         timeout: float | None = None,
         *,
         claim: bool = False,
+        first: sql.SQL | None = None,
     ) -> tuple[list[R], int]:
         """Run one statement; returns its rows (none without a result) and its row count.
-        ``claim``: on a connection set for claims (``_claiming``).
+        ``claim``: on a connection set for claims (``_claiming``). ``first``: a statement run
+        before it, with the same parameters, in one transaction (a limited claim's lock).
 
         Raises:
             BackendError: as ``database_errors`` maps it.
@@ -140,10 +143,11 @@ class Store:
         try:
             with database_errors():
                 async with lend(timeout) as conn:
-                    cursor = conn.cursor(row_factory=rows)
-                    await cursor.execute(statement, params)
-                    found = await cursor.fetchall() if cursor.description is not None else []
-                    return found, cursor.rowcount
+                    if first is None:
+                        return await _statement(conn, statement, params, rows)
+                    async with conn.transaction():
+                        await conn.execute(first, params)
+                        return await _statement(conn, statement, params, rows)
         except DatabaseUnavailableError:
             await where.recheck()
             raise
@@ -325,7 +329,7 @@ class Store:
         """``claim``: take up to ``limit`` due rows of ``config``'s queue (of its job types) for
         ``lease`` seconds; returned in claim order (priority, due time, insertion). A short
         claim also tells, in the same round trip, when the queue's next row falls due."""
-        params = {
+        params: dict[str, Any] = {
             "kind": config.kind,
             "queue": config.name,
             "limit": limit,
@@ -333,9 +337,14 @@ class Store:
             "lease": self.lease,
             "job_types": _job_types(config),
         }
+        name, first = "claim", None
+        if config.limits:  # a queue without limits runs the plain claim, untouched
+            params.update(limited_claim(config.limits))
+            name, first = "claim_limited", self.statements["claim_lock"]
         rows, _ = await self._run(
-            self.statements["claim"], params, claim_rows(config), BACKGROUND_TIMEOUT, claim=True
-        )
+            self.statements[name], params, claim_rows(config), BACKGROUND_TIMEOUT,
+            claim=True, first=first,
+        )  # fmt: skip
         claims = [claim for claim, _ in rows if claim is not None]
         claims.sort(key=_IN_CLAIM_ORDER)
         due = rows[0][1] if rows else None
@@ -726,6 +735,19 @@ async def _execute(
     cursor = conn.cursor(row_factory=rows)
     await cursor.execute(statement, params)
     return await cursor.fetchall()
+
+
+async def _statement(
+    conn: Connection,
+    statement: sql.SQL | sql.Composed,
+    params: Params | None,
+    rows: AsyncRowFactory[R],
+) -> tuple[list[R], int]:
+    """Run ``statement`` on ``conn``: its rows (none without a result) and its row count."""
+    cursor = conn.cursor(row_factory=rows)
+    await cursor.execute(statement, params)
+    found = await cursor.fetchall() if cursor.description is not None else []
+    return found, cursor.rowcount
 
 
 def _job_types(config: QueueConfig) -> list[str] | None:

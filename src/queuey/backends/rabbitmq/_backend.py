@@ -34,7 +34,13 @@ from queuey.backends.rabbitmq._topology import (
     max_hold,
 )
 from queuey.envelope import Envelope, Kind
-from queuey.errors import BackendError, NotSupportedError, ShutDownError, UnknownQueueError
+from queuey.errors import (
+    BackendError,
+    ConfigError,
+    NotSupportedError,
+    ShutDownError,
+    UnknownQueueError,
+)
 from queuey.queues import QueueConfig
 
 __all__ = ["RabbitMqBackend"]
@@ -225,8 +231,16 @@ class RabbitMqBackend:
 
         Raises:
             ConfigError: ``queue`` cannot be a quorum queue (``queue_type="quorum"``: it has
-                priorities or is not durable).
+                priorities or is not durable), or it has flow limits (``queue.limits``: a
+                broker cannot count a key's starts or running jobs across consumers).
         """
+        if queue.limits:
+            raise ConfigError(
+                f"queue {queue.name!r}: flow limits ({', '.join(s.label for s in queue.limits)}) "
+                "are not supported on RabbitMQ: a broker cannot enforce a limit across "
+                "consumers; use the PostgreSQL backend, or remove limits= from the queue and "
+                "its job classes"
+            )
         self._router.check(queue)
         consumer = RabbitMqConsumer(
             self._link, self._router, queue, self.options, self._consumers.discard

@@ -293,6 +293,157 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
 )
 SELECT claimed.*, due.due_in FROM due LEFT JOIN claimed ON true;
 
+-- name: claim_lock
+-- The first statement of a limited claim's transaction (claim_limited is the second): claims of
+-- one limited queue take turns, across every process, so each one counts what the claims before
+-- it started (its own snapshot is taken after this lock is granted).
+SELECT pg_advisory_xact_lock(hashtextextended(%(kind)s || ':' || %(queue)s, 29));
+
+-- name: claim_limited
+-- The claim of a queue with flow limits (queuey.limits), run after claim_lock in one
+-- transaction. %(limits)s is a JSON array of objects: n, job_type (NULL: every row), fields,
+-- cap, per (seconds; NULL: a concurrency cap), ledger. A row's key under a limit is its by
+-- fields' values read from its payload, as a JSON array. A key's room is its cap less the rows
+-- of the key running now (a concurrency cap: a lost lease holds its share until reclaim puts
+-- the row back to pending) or started within the window (a rate limit, from the ledger of
+-- starts). Among the oldest %(scan)s due rows in claim order, each key under each keyed limit
+-- (one with by fields) admits its first `room` rows; then each limit of a whole queue or job
+-- type admits its first `room` of those; the rows admitted are taken round robin across keys
+-- (the first row of every key, then the second...), in claim order within a turn. Rows skipped
+-- are not touched: no attempt, no deferral. Starts are written to the ledger in this statement,
+-- and starts older than the queue's longest window (%(horizon)s seconds) are deleted.
+--
+-- due_in (on a short claim): seconds until the next row may start: the next row scheduled for
+-- later, the first start of a full rate window leaving it, or %(recheck)s while a concurrency
+-- cap is full (a completion in another process sends no notification), whichever is first.
+-- Otherwise as claim (suspects claimed alone, unique keys, a paused queue yields nothing).
+WITH RECURSIVE priorities (priority, available_at, seq) AS (
+    (SELECT priority, available_at, seq FROM {table}
+     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+     ORDER BY priority DESC, available_at, seq LIMIT 1)
+    UNION ALL
+    SELECT first.* FROM priorities AS p
+    CROSS JOIN LATERAL (
+        SELECT t.priority, t.available_at, t.seq FROM {table} AS t
+        WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+          AND t.priority < p.priority
+        ORDER BY t.priority DESC, t.available_at, t.seq LIMIT 1
+    ) AS first
+), lim AS MATERIALIZED (
+    SELECT l.n, l.job_type, l.fields, l.cap, l.per, l.ledger
+    FROM json_to_recordset(%(limits)s::json)
+         AS l(n int, job_type text, fields json, cap int, per float8, ledger text)
+), clock AS MATERIALIZED (
+    SELECT clock_timestamp() AS t
+), cand AS MATERIALIZED (
+    SELECT id, job_type, payload, redeliveries, priority, available_at, seq FROM {table}
+    WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+      AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
+      AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+      AND (unique_states & 30 <> 18
+           OR NOT EXISTS (SELECT 1 FROM {table} AS h
+                          WHERE h.unique_key = {table}.unique_key || '#running'))
+      AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
+    ORDER BY priority DESC, available_at, seq
+    LIMIT %(scan)s
+), keyed AS MATERIALIZED (
+    SELECT c.id, c.priority, c.available_at, c.seq, l.n, l.cap, l.per, l.ledger,
+           json_array_length(l.fields) > 0 AS by_key,
+           (SELECT coalesce(json_agg(c.payload -> f.name ORDER BY f.i), '[]')::text
+            FROM json_array_elements_text(l.fields) WITH ORDINALITY AS f(name, i)) AS key
+    FROM cand AS c JOIN lim AS l ON l.job_type IS NULL OR l.job_type = c.job_type
+), running AS (
+    SELECT l.n,
+           (SELECT coalesce(json_agg(r.payload -> f.name ORDER BY f.i), '[]')::text
+            FROM json_array_elements_text(l.fields) WITH ORDINALITY AS f(name, i)) AS key,
+           count(*) AS held
+    FROM {table} AS r
+    JOIN lim AS l ON l.per IS NULL AND (l.job_type IS NULL OR l.job_type = r.job_type)
+    WHERE r.status = 'running' AND r.kind = %(kind)s AND r.queue = %(queue)s
+    GROUP BY 1, 2
+), room AS MATERIALIZED (
+    SELECT k.n, k.key, k.per, k.cap - coalesce(run.held, 0) - st.held AS room, st.first
+    FROM (SELECT DISTINCT n, key, cap, per, ledger FROM keyed) AS k
+    LEFT JOIN running AS run ON k.per IS NULL AND run.n = k.n AND run.key = k.key
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS held, min(s.started_at) AS first FROM {flow_starts} AS s
+        WHERE k.per IS NOT NULL AND s.kind = %(kind)s AND s.queue = %(queue)s
+          AND s.ledger = k.ledger AND s.key = k.key
+          AND s.started_at > (SELECT t FROM clock) - make_interval(secs => k.per)
+    ) AS st
+), ranked AS MATERIALIZED (
+    SELECT k.id, k.n, k.by_key, r.room,
+           row_number() OVER (PARTITION BY k.n, k.key
+                              ORDER BY k.priority DESC, k.available_at, k.seq) AS turn
+    FROM keyed AS k JOIN room AS r ON r.n = k.n AND r.key = k.key
+), keyed_ok AS MATERIALIZED (
+    SELECT c.*, coalesce((SELECT max(x.turn) FROM ranked AS x
+                          WHERE x.id = c.id AND x.by_key), 1) AS turn
+    FROM cand AS c
+    WHERE NOT EXISTS (SELECT 1 FROM ranked AS x WHERE x.id = c.id AND x.by_key AND x.turn > x.room)
+), whole AS (
+    SELECT x.id, x.room,
+           row_number() OVER (PARTITION BY x.n ORDER BY c.priority DESC, c.available_at, c.seq)
+               AS turn
+    FROM ranked AS x JOIN keyed_ok AS c ON c.id = x.id
+    WHERE NOT x.by_key
+), picked AS (
+    SELECT c.id, c.redeliveries, c.priority, c.available_at, c.seq, c.turn
+    FROM keyed_ok AS c
+    WHERE NOT EXISTS (SELECT 1 FROM whole AS w WHERE w.id = c.id AND w.turn > w.room)
+    ORDER BY c.turn, c.priority DESC, c.available_at, c.seq
+    LIMIT %(limit)s
+), ordered AS (
+    SELECT id,
+           row_number() OVER w AS position,
+           count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
+    FROM picked
+    WINDOW w AS (ORDER BY turn, priority DESC, available_at, seq)
+), claimed AS (
+    UPDATE {table} AS m
+    SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
+        claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8),
+        unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL
+                          WHEN m.unique_states & 30 = 18 THEN m.unique_key || '#running'
+                          ELSE m.unique_key END
+    FROM ordered
+    WHERE m.id = ordered.id AND m.status = 'pending'
+      AND (ordered.position = 1 OR ordered.suspects = 0)
+    RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority,
+              m.payload::text AS payload, nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
+              ordered.position, m.redeliveries,
+              greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
+), logged AS (
+    INSERT INTO {flow_starts} (kind, queue, ledger, key, started_at)
+    SELECT %(kind)s, %(queue)s, d.ledger, d.key, (SELECT t FROM clock)
+    FROM (SELECT DISTINCT k.id, k.ledger, k.key
+          FROM keyed AS k JOIN claimed AS c ON c.id = k.id::text
+          WHERE k.per IS NOT NULL) AS d
+), pruned AS (
+    DELETE FROM {flow_starts}
+    WHERE kind = %(kind)s AND queue = %(queue)s
+      AND started_at < (SELECT t FROM clock) - make_interval(secs => %(horizon)s::float8)
+), due AS (
+    SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
+                 AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
+           THEN least(
+               (SELECT extract(epoch FROM min(
+                    (SELECT t.available_at FROM {table} AS t
+                     WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+                       AND t.priority = p.priority AND t.available_at > now()
+                       AND (%(job_types)s::text[] IS NULL OR t.job_type = ANY(%(job_types)s::text[]))
+                     ORDER BY t.available_at LIMIT 1)) - now())::float8
+                FROM priorities AS p),
+               (SELECT extract(epoch FROM min(r.first + make_interval(secs => r.per))
+                               - (SELECT t FROM clock))::float8
+                FROM room AS r WHERE r.per IS NOT NULL AND r.room <= 0),
+               (SELECT %(recheck)s::float8 FROM room AS r WHERE r.per IS NULL AND r.room <= 0
+                LIMIT 1))
+           END AS due_in,
+           set_config('synchronous_commit', 'off', true) AS relaxed
+)
+SELECT claimed.*, due.due_in FROM due LEFT JOIN claimed ON true;
+
 -- name: release
 -- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
 -- the run it started not counted; a row whose cancel was asked for ends cancelled instead.

@@ -1,0 +1,157 @@
+"""Flow limits: how many rows of a queue (or of one job type), per key, may start.
+
+```python
+class AppQueues(QueueSet):
+    emails = Queue(limits=[RateLimit(14, per="1s")])          # the whole queue: 14 starts/s
+
+class Sync(Job[AppQueues], queue=AppQueues.sync,
+           limits=[Concurrency(3, by="tenant"), RateLimit(100, per="1s", by="tenant"),
+                   RateLimit(1000, per="1h", by="tenant")]):
+    tenant: str
+```
+
+A limit's key is the values of its ``by`` fields, read from the job's payload as
+``Unique(by=...)`` reads them; no ``by``: one key for the whole queue (or job type). A row
+under a limit whose key is full is not claimed yet: it is not an attempt, not a deferral and
+not a retry. PostgreSQL enforces limits in the claim, exactly across every worker process;
+the memory backend the same way in one process; RabbitMQ refuses them (``ConfigError``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from queuey._validation import Site, check_int, shown
+from queuey.durations import Duration, parse_duration
+
+__all__ = ["Concurrency", "FlowLimit", "LimitSpec", "RateLimit", "resolve_limits"]
+
+
+def _fields(by: Iterable[str] | str) -> tuple[str, ...]:
+    return (by,) if isinstance(by, str) else tuple(by)
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """At most ``limit`` rows running at once per key, across every worker process.
+
+    Args:
+        limit: rows running at once (1..1,000,000). A row whose worker was lost holds its
+            share until its lease expires and the row is reclaimed.
+        by: names of the job's fields whose values make the key; empty (default): one key
+            for the whole queue or job type.
+    """
+
+    limit: int
+    by: tuple[str, ...] = ()
+
+    def __init__(self, limit: int, *, by: Iterable[str] | str = ()) -> None:
+        object.__setattr__(self, "limit", limit)
+        object.__setattr__(self, "by", _fields(by))
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """At most ``limit`` starts per key in any window of ``per`` (a sliding window: no span
+    of ``per`` holds more), across every worker process.
+
+    Args:
+        limit: starts per window (1..1,000,000).
+        per: the window (``"1s"``, ``"1h"``, a ``timedelta`` or seconds; at least 1 ms).
+        by: names of the job's fields whose values make the key; empty (default): one key
+            for the whole queue or job type. Several ``RateLimit`` with the same ``by`` are
+            several windows on one key, all enforced.
+    """
+
+    limit: int
+    per: float
+    by: tuple[str, ...] = ()
+
+    def __init__(self, limit: int, *, per: Duration, by: Iterable[str] | str = ()) -> None:
+        object.__setattr__(self, "limit", limit)
+        seconds = parse_duration(per, "per").total_seconds()
+        object.__setattr__(self, "per", seconds)
+        object.__setattr__(self, "by", _fields(by))
+
+
+FlowLimit = Concurrency | RateLimit
+"""A limit as declared (``Queue(limits=...)`` or a job class's ``limits=`` keyword)."""
+
+
+@dataclass(frozen=True)
+class LimitSpec:
+    """A limit as a backend enforces it.
+
+    Attributes:
+        job_type: the job type it limits; ``None``: every row of the queue.
+        by: the key's field names (empty: one key).
+        limit: running rows at once (``per`` is ``None``) or starts per ``per`` seconds.
+        per: the rate window in seconds; ``None`` for a concurrency cap.
+    """
+
+    job_type: str | None
+    by: tuple[str, ...]
+    limit: int
+    per: float | None
+
+    @property
+    def ledger(self) -> str:
+        """Where the starts of a rate limit are counted: shared by the windows of one key."""
+        return f"{self.job_type or ''}|{','.join(self.by)}"
+
+    @property
+    def label(self) -> str:
+        """A short name for logs and metrics (``concurrency 3 by tenant``)."""
+        what = (
+            f"concurrency {self.limit}" if self.per is None else f"rate {self.limit}/{self.per:g}s"
+        )
+        scope = f" of {self.job_type}" if self.job_type else ""
+        return f"{what}{scope}" + (f" by {','.join(self.by)}" if self.by else "")
+
+    def key_of(self, payload: Any) -> str:
+        """The key of a row whose payload (decoded JSON) is ``payload``: its ``by`` values as
+        a JSON array (a missing field is ``null``)."""
+        values = payload if isinstance(payload, dict) else {}
+        return json.dumps([values.get(name) for name in self.by], separators=(",", ":"))
+
+
+def resolve_limits(
+    site: Site,
+    limits: object,
+    job_type: str | None = None,
+    fields: Sequence[str] | None = None,
+) -> tuple[LimitSpec, ...]:
+    """``limits`` (a list of ``Concurrency`` / ``RateLimit``) as ``LimitSpec``.
+
+    Args:
+        site: where the limits are declared (named in errors).
+        limits: the declared value.
+        job_type: the job type they limit, or ``None`` for a whole queue.
+        fields: the job's field names, to check ``by`` against (``None``: not checked).
+
+    Raises:
+        ConfigError: naming ``site``'s ``limits`` key: not a list of limits, a bad ``limit``
+            or ``by``, or a ``by`` field the job does not have.
+    """
+    if isinstance(limits, Concurrency | RateLimit) or not isinstance(limits, list | tuple):
+        raise site.error("limits", f"expected a list of Concurrency/RateLimit, got {shown(limits)}")
+    specs = []
+    for item in limits:
+        if not isinstance(item, Concurrency | RateLimit):
+            raise site.error(
+                "limits", f"expected Concurrency(...) or RateLimit(...), got {shown(item)}"
+            )
+        check_int(item.limit, "limits: limit", low=1, high=1_000_000, site=site)
+        for name in item.by:
+            if not isinstance(name, str) or not name:
+                raise site.error("limits", f"by: expected field names, got {shown(name)}")
+            if fields is not None and name not in fields:
+                raise site.error("limits", f"by: {name!r} is not a field of {site.where}")
+        per = item.per if isinstance(item, RateLimit) else None
+        if per is not None and per < 0.001:
+            raise site.error("limits", f"per: a window of at least 1ms, got {per:g}s")
+        specs.append(LimitSpec(job_type, item.by, item.limit, per))
+    return tuple(specs)
