@@ -12,7 +12,8 @@ Bounds, so a job that keeps failing cannot grow its row without limit:
   a newer one is added;
 - a message is cut to ``MAX_MESSAGE_BYTES`` (4,000) UTF-8 bytes, "…" appended;
 - a traceback keeps its last ``MAX_TRACEBACK_BYTES`` (8,000) UTF-8 bytes (where the error
-  was raised), "…" prepended when cut.
+  was raised), "…" prepended when cut; the frames of queuey's own machinery that called the
+  handler are left out (the log's traceback has every frame).
 
 So one job's history is at most about 120 kB. A run that fails without an exception (a payload
 that does not decode, a topic subscriber whose function is not loaded) has no type and no
@@ -21,9 +22,11 @@ traceback.
 
 from __future__ import annotations
 
+import os
 import traceback as tb
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -77,9 +80,20 @@ def _message(error: BaseException) -> str:
         return ""
 
 
+_PACKAGE = str(Path(__file__).resolve().parent) + os.sep
+
+
 def _traceback(error: BaseException) -> str:
+    """``error``'s traceback, formatted, without queuey's own frames that called the handler
+    (the worker's machinery above the first frame of the application's code)."""
     try:
-        return "".join(tb.format_exception(error)).rstrip("\n")
+        found = tb.TracebackException.from_exception(error)
+        frames = list(found.stack)
+        first = next(
+            (i for i, frame in enumerate(frames) if not frame.filename.startswith(_PACKAGE)), 0
+        )
+        found.stack = tb.StackSummary.from_list(frames[first:])
+        return "".join(found.format()).rstrip("\n")
     except Exception:
         return f"{type_name(error)} (its traceback could not be formatted)"
 

@@ -74,6 +74,10 @@ async def test_every_attempt_error_is_kept_with_type_traceback_time_and_worker(
     assert (second.attempt, second.type, second.message) == (2, "RuntimeError", "x" * 10)
     assert first.traceback is not None and first.traceback.endswith("KeyError: 'price'")
     assert "in price_lookup" in first.traceback and 'return order["price"]' in first.traceback
+    lines = first.traceback.splitlines()  # from the handler down; queuey's own frames left out
+    assert lines[0] == "Traceback (most recent call last):"
+    assert "test_attempt_errors.py" in lines[1] and "in handle" in lines[1]
+    assert "_runtime" not in first.traceback
     assert second.traceback is not None and "RuntimeError: xxxxxxxxxx" in second.traceback
     for error in info.errors:
         assert error.at is not None and before <= error.at <= datetime.now(UTC) + timedelta(
@@ -95,7 +99,9 @@ async def test_the_history_is_bounded_in_count_and_size(backend: Backend) -> Non
         assert len(error.traceback.encode()) <= MAX_TRACEBACK_BYTES + 3
 
 
-async def test_a_topic_message_keeps_its_errors_in_the_same_shape(backend: Backend) -> None:
+async def test_a_topic_message_keeps_its_errors_in_the_same_shape(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
     lookup = _lookup(backend)
     topic = f"t{uuid.uuid4().hex[:8]}.paid"
     app = App(QueuesConfig(subscribe={topic: "charge"}, max_attempts=2, retry_backoff_secs=0))
@@ -110,7 +116,10 @@ async def test_a_topic_message_keeps_its_errors_in_the_same_shape(backend: Backe
 
     subscriber = app.subscriber(backend)
     publication = await app.publisher(backend).publish(topic, {"order": 7})
-    await run_until(subscriber, lambda: subscriber.stats[topic].dead == 1, timeout=30)
+    with caplog.at_level(logging.WARNING, logger="queuey.topics"):
+        await run_until(subscriber, lambda: subscriber.stats[topic].dead == 1, timeout=30)
+    logged = [(r.levelname, r.exc_info[0]) for r in caplog.records if r.exc_info]
+    assert logged == [("WARNING", KeyError), ("ERROR", RuntimeError)]
     info = await lookup.job(publication.id)
     assert info is not None and info.state == "failed"
     first, second = info.errors
