@@ -94,3 +94,36 @@ def _leaf(command: click.Command) -> click.Command:
     while isinstance(command, click.Group):
         command = next(iter(command.commands.values()))
     return command
+
+
+_TREE = """
+import importlib, json, pkgutil, sys
+import click
+import queuey.cli
+from queuey.cli import main
+if sys.argv[1] == "all":  # every module of the package, as if each registered something
+    for module in pkgutil.iter_modules(queuey.cli.__path__):
+        importlib.import_module("queuey.cli." + module.name)
+else:
+    main.load_all()
+def walk(group, prefix):
+    for name, command in group.commands.items():
+        yield prefix + name
+        if isinstance(command, click.Group):
+            yield from walk(command, prefix + name + " ")
+print(json.dumps(sorted(walk(main, ""))))
+"""
+
+
+def _tree(how: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _TREE, how], capture_output=True, text=True, timeout=60, check=True
+    )
+    tree: list[str] = json.loads(done.stdout)
+    return tree
+
+
+def test_every_command_any_module_registers_is_reached_through_the_lazy_table() -> None:
+    lazy = _tree("lazy")
+    assert "jobs show" in lazy and "schedules pause" in lazy and "db migrate" in lazy
+    assert lazy == _tree("all"), "a command module is missing from _lazy.COMMANDS"

@@ -3,7 +3,9 @@
 
 ``COMMANDS`` names, per top-level command, the modules that define it (in import order: a
 later module may extend a command, as ``_dashboard`` adds ``--http`` to ``run``) and the short
-help ``--help`` prints; a test checks both against the commands themselves.
+help ``--help`` prints; a test checks both against the commands themselves. A module that
+registers a new command (or a subcommand on another module's group) must be listed here, or
+the command is never reached: ``tests/unit/test_cli_startup.py`` fails until it is.
 """
 
 from __future__ import annotations
