@@ -82,7 +82,7 @@ async def test_a_cap_of_3_per_key_holds_across_processes_and_a_sigkill(
         killed.signal(signal.SIGKILL)
         await killed.exited(10)
         killed_at = await execute(database_url, "SELECT extract(epoch FROM clock_timestamp())")
-        workers.append(FlowWorker(database_url, pg_schema).start())
+        workers += await start_workers(database_url, pg_schema, 1)
         try:
             await wait_for(lambda: _all_done(database_url, pg_schema, len(jobs)), 40)
         except TimeoutError:
