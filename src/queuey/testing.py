@@ -62,7 +62,7 @@ async def run_until_idle(worker: Runnable, backend: MemoryBackend, timeout: floa
             finally:
                 idle.cancel()
     except TimeoutError:
-        busy = describe_busy(backend)
+        busy = describe_busy(backend) + _unhandled(worker, backend)
         raise TimeoutError(
             f"run_until_idle: the queues were not idle after {timeout:g} loop-seconds; still {busy}"
         ) from None
@@ -75,6 +75,24 @@ async def run_until_idle(worker: Runnable, backend: MemoryBackend, timeout: floa
             f"idle (a worker that was shut down does not run again: build a new one); still "
             f"{describe_busy(backend)}"
         )
+
+
+def _unhandled(worker: Runnable, backend: MemoryBackend) -> str:
+    """ "; no handler in this worker for X, Y: ..." when pending jobs of the queues ``worker`` (a
+    ``Worker``) consumes are of job types it has no handler for, which it never claims (""
+    otherwise)."""
+    handles = getattr(worker, "handles", None)
+    if handles is None:
+        return ""
+    consumed = [queue.config.name for queue in getattr(worker, "queues", ())]
+    pending = {e.job_type for q in consumed for e in backend.pending_envelopes(q)}
+    missing = sorted(job_type for job_type in pending if not handles(job_type))
+    if not missing:
+        return ""
+    return (
+        f"; no handler in this worker for {', '.join(missing)}: a worker claims only the job "
+        "types it has handlers for, so those stay pending (register their handlers)"
+    )
 
 
 def describe_busy(backend: MemoryBackend) -> str:

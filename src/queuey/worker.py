@@ -211,6 +211,11 @@ class Worker(Engine, Generic[Q]):
         """
         self._face.register(job_type, target)
 
+    def handles(self, job_type: str) -> bool:
+        """Whether this worker has a handler for the job type named ``job_type`` (a job's
+        ``job_name()``): the job types it claims."""
+        return any(job_type in self._face.handled(queue.config.name) for queue in self.queues)
+
     def replace(
         self, *, queues: Sequence[Queue] | None = None, concurrency: int | None = None
     ) -> Worker[Q]:

@@ -16,6 +16,7 @@ from queuey import Job, JobContext, MemoryBackend, Producer, Queue, QueueSet, Wo
 from queuey.backends.base import Backend, JobLookup
 from queuey.backends.postgres import PostgresBackend
 from queuey.cli import main
+from queuey.testing import run_until_idle
 from tests.helpers import run_until
 
 
@@ -88,3 +89,18 @@ async def test_postgres_leaves_an_unhandled_type_pending_and_status_counts_it(
         await _new_worker_runs_it(backend, new_id)
     finally:
         await backend.close()
+
+
+@pytest.mark.looptime
+async def test_run_until_idle_names_the_job_types_the_worker_has_no_handler_for() -> None:
+    backend = MemoryBackend()
+    producer = await Producer.create(DeployQueues, backend)
+    await producer.enqueue(OldJob(n=1))
+    await producer.enqueue(NewJob(n=2))
+    worker = Worker(DeployQueues, backend)
+    worker.register(OldJob, lambda job, ctx: None)
+    assert worker.handles("deploy.Old") and not worker.handles("deploy.New")
+    with pytest.raises(TimeoutError) as raised:
+        await run_until_idle(worker, backend, timeout=5)
+    assert "on deploy.orders: 1 pending (deploy.New)" in str(raised.value)
+    assert "no handler in this worker for deploy.New" in str(raised.value)
