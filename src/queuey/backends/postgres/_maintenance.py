@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from queuey.backends.postgres._outage import Outage
@@ -111,10 +111,7 @@ class Maintenance:
         held = set(self._held)
         reported = self._take_progress(held)
         sent = time.monotonic()
-        statement = (
-            self._store.extend_progress(held, reported) if reported else self._store.extend(held)
-        )
-        extended = await self._outage.attempt(statement) if held else {}
+        extended = await self._outage.attempt(self._extend(held, reported)) if held else {}
         if self._recovery is not None:
             if extended is None:
                 self._recovery.renewal_failed()
@@ -127,6 +124,12 @@ class Maintenance:
         cancelled = [row_id for row_id, cancel in extended.items() if cancel]
         if cancelled:
             self._on_cancel(cancelled)
+
+    def _extend(self, held: set[str], reported: dict[str, str]) -> Awaitable[dict[str, bool]]:
+        """The heartbeat statement: ``extend``, or ``extend_progress`` carrying ``reported``."""
+        if reported:
+            return self._store.extend_progress(held, reported)
+        return self._store.extend(held)
 
     def _take_progress(self, held: set[str]) -> dict[str, str]:
         """The progress reported since the last beat for rows still held (the rest dropped)."""
