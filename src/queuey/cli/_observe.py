@@ -44,6 +44,7 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> None:
         root.addHandler(stream)
     for handler in root.handlers:
         handler.setFormatter(formatter)
+    logging.captureWarnings(True)  # a Python warning is a JSON record too, not a text line
 
 
 def log_format_option(command: F) -> F:
