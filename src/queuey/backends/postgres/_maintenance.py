@@ -111,19 +111,7 @@ class Maintenance:
         held = set(self._held)
         reported = self._take_progress(held)
         sent = time.monotonic()
-<<<<<<< HEAD
         extended = await self._outage.attempt(self._extend(held, reported)) if held else {}
-=======
-        extended = (  # the statement is made only when it runs: no coroutine left unawaited
-            await self._outage.attempt(
-                self._store.extend_progress(held, reported)
-                if reported
-                else self._store.extend(held)
-            )
-            if held
-            else {}
-        )
->>>>>>> 632ea1f (PostgreSQL heartbeat makes its lease statement only when it runs (no un-awaited coroutine warning); --log-format json turns Python warnings into JSON records)
         if self._recovery is not None:
             if extended is None:
                 self._recovery.renewal_failed()
