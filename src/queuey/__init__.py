@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         JobInfo,
     )
     from queuey.backends.memory import MemoryBackend
+    from queuey.batching import BatchContext
     from queuey.durations import Duration, parse_delay, parse_duration
     from queuey.envelope import Envelope, MalformedEnvelopeError
     from queuey.errors import (
@@ -64,6 +65,7 @@ _WHERE: dict[str, str] = {
     "BackendError": "queuey.errors",
     "BackendUnavailableError": "queuey.errors",
     "Backoff": "queuey.retry",
+    "BatchContext": "queuey.batching",
     "CancelResult": "queuey.backends.base",
     "ConfigError": "queuey.errors",
     "Consumer": "queuey.backends.base",
@@ -118,6 +120,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailableError",
     "Backoff",
+    "BatchContext",
     "CancelResult",
     "Concurrency",
     "ConfigError",

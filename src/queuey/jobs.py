@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, ClassVar, Generic
+from typing import Any, ClassVar, Generic, cast
 from typing import TypeVar as PlainTypeVar
 
 from pydantic import BaseModel, TypeAdapter
@@ -114,6 +114,11 @@ class Job(BaseModel, Generic[Q, R]):
         if cls.__queuey_queue__ is None:
             raise ConfigError(f"{cls.__qualname__} is not bound to a queue")
         return cls.__queuey_queue__
+
+    @classmethod
+    def job_queue_set(cls) -> type[Q]:
+        """The ``QueueSet`` this job type belongs to (its queue's set)."""
+        return cast("type[Q]", cls.job_queue().queue_set)
 
     @classmethod
     def job_name(cls) -> str:

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from queuey._outcome import DEFERRALS, Deferrals
 from queuey._registration import Returning
@@ -26,6 +26,7 @@ from queuey._runtime.scheduler import Scheduler, job_entries, running, schedule_
 from queuey._runtime.stats import QueueStats
 from queuey._validation import check_int
 from queuey.backends.base import Backend, ConsumerGate
+from queuey.batching import BatchHandler, JobClass
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError
@@ -42,6 +43,7 @@ __all__ = ["Middleware", "QueueStats", "Worker"]
 log = logging.getLogger("queuey.worker")
 
 H = TypeVar("H")
+J = TypeVar("J")
 T = TypeVar("T")
 
 
@@ -202,6 +204,38 @@ class Worker(Engine, Generic[Q]):
             DuplicateHandlerError: ``job_type`` already has a handler.
         """
         return Returning[Any](lambda target: self.register(job_type, target))
+
+    def batch_handler(
+        self, job_type: JobClass[Q, J], *, size: int = 100, wait: Duration = "50ms"
+    ) -> Callable[[BatchHandler[J]], BatchHandler[J]]:
+        """Decorator registering an ``async def handle(jobs: list[J], ctx: BatchContext)`` as
+        the batch handler of ``job_type``: it is called with up to ``size`` jobs at once, as
+        soon as ``size`` are claimed or ``wait`` after the first of them (duration string,
+        ``timedelta`` or seconds; not zero), and returns ``None`` (all succeeded) or one entry
+        per job, in order: ``None`` for success, else the exception that job ended with
+        (``Defer``, ``Fatal``, ``Retry`` or any other, decided under that job's retry policy).
+        An exception raised by the handler (or its running past ``job_timeout``) ends every
+        job of the batch. Each job holds one of the worker's ``concurrency`` slots, so a full
+        batch needs ``concurrency`` (and, on PostgreSQL, the queue's ``prefetch``) >= ``size``.
+        ``mypy --strict`` rejects a job class of another set and a handler whose list holds
+        another job class.
+
+        Raises:
+            TypeError: ``job_type`` belongs to another queue set, the handler is not an
+                ``async def``, or the job declares a result type.
+            ConfigError: ``size`` is not a whole number >= 1, or ``wait`` is not a duration.
+            DuplicateHandlerError: ``job_type`` already has a handler.
+        """
+        checked_size = check_int(size, "size", low=1)
+        checked_wait = parse_duration(wait, "wait")
+
+        def register(target: BatchHandler[J]) -> BatchHandler[J]:
+            self._face.register_batch(
+                cast("type[Job[Any, Any]]", job_type), target, checked_size, checked_wait
+            )
+            return target
+
+        return register
 
     def register(self, job_type: type[Job[Q, Any]], target: object) -> None:
         """Register ``target`` (function, class with ``handle``, or object with ``handle``).

@@ -6,6 +6,7 @@ from typing import assert_type
 from pydantic import BaseModel
 
 from queuey import (
+    BatchContext,
     EnqueueResult,
     Job,
     JobContext,
@@ -135,3 +136,25 @@ def sync_result_is_typed() -> None:
     assert_type(handle.result(), Thumb)
     text: str = handle.result()  # error: assignment
     print(text)
+
+
+class OtherJob(Job[Mine], queue=Mine.work):
+    n: int
+
+
+def register_batch_handlers() -> None:
+    worker = Worker(Mine, MemoryBackend())
+
+    @worker.batch_handler(MyJob, size=10, wait="20ms")
+    async def right(jobs: list[MyJob], ctx: BatchContext) -> list[BaseException | None]:
+        return [None] * len(jobs)
+
+    @worker.batch_handler(TheirJob)  # error: arg-type
+    async def foreign(jobs: list[TheirJob], ctx: BatchContext) -> None: ...
+
+    @worker.batch_handler(MyJob)  # error: arg-type
+    async def wrong_element(jobs: list[OtherJob], ctx: BatchContext) -> None: ...
+
+    @worker.batch_handler(MyJob)  # error: arg-type
+    async def wrong_return(jobs: list[MyJob], ctx: BatchContext) -> list[str]:
+        return []

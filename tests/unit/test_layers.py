@@ -48,6 +48,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "_registration",
             "attempts",
             "progress",
+            "batching",
         ),
         (),
     ),

@@ -14,7 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 from queuey._payload import check_json
 from queuey.errors import NotSupportedError, PayloadError, ResultError
 
-__all__ = ["refuse_transaction", "result_json", "type_name"]
+__all__ = ["refuse_batch_transaction", "refuse_transaction", "result_json", "type_name"]
 
 
 def result_json(adapter: TypeAdapter[Any], value: object, job_type: str, shown: str) -> str:
@@ -62,4 +62,17 @@ def refuse_transaction() -> Any:
         "ctx.transaction() is not available to a job that declares a result type: the job "
         "completes with its result, which the handler has not returned yet; write in your own "
         "transaction and return the result"
+    )
+
+
+def refuse_batch_transaction() -> Any:
+    """``ctx.transaction()`` of a job run by a batch handler.
+
+    Raises:
+        NotSupportedError: always: each job of a batch completes with its own outcome once the
+            batch handler returns.
+    """
+    raise NotSupportedError(
+        "ctx.transaction() is not available in a batch handler: each job completes with its "
+        "own outcome once the batch returns; write in your own transaction"
     )

@@ -31,9 +31,15 @@ from queuey._outcome import (
     decide,
 )
 from queuey._run_scope import RunScope, current_run
+from queuey._runtime.batches import Batcher, make_batch_entry
 from queuey._runtime.handlers import HandlerEntry, make_entry, portable
 from queuey._runtime.invoke import run_handler, run_returning
-from queuey._runtime.returned import refuse_transaction, result_json, type_name
+from queuey._runtime.returned import (
+    refuse_batch_transaction,
+    refuse_transaction,
+    result_json,
+    type_name,
+)
 from queuey.envelope import Envelope
 from queuey.errors import DuplicateHandlerError, ResultError
 from queuey.jobs import Job, JobContext
@@ -99,6 +105,7 @@ class JobFace:
         self.deferrals = deferrals
         self._in_processes = in_processes
         self._handlers: dict[str, HandlerEntry] = {}
+        self._batches: dict[str, Batcher] = {}
 
     def register(self, job_type: type[Job[Any, Any]], target: object) -> None:
         """Make ``target`` the handler of ``job_type``.
@@ -116,37 +123,66 @@ class JobFace:
         )
         if queue is None or queue.queue_set is not self._queue_set:
             raise TypeError(f"{job_type!r} is not a job of {self._queue_set.__name__}")
-        name = job_type.job_name()
-        if name in self._handlers:
-            raise DuplicateHandlerError(name)
+        name = self._free_name(job_type)
         entry = make_entry(job_type, target)
         if self._in_processes:
             portable(entry)
         self._handlers[name] = entry
 
+    def register_batch(
+        self, job_type: type[Job[Any, Any]], target: object, size: int, wait: timedelta
+    ) -> None:
+        """Make the coroutine function ``target`` the batch handler of ``job_type`` (at most
+        ``size`` jobs a call, called ``wait`` after its first job at the latest).
+
+        Raises:
+            TypeError: as for ``register``; ``target`` is not an ``async def``, or the job
+                declares a result type.
+            DuplicateHandlerError: ``job_type`` already has a handler.
+        """
+        name = self._free_name(job_type)
+        entry = make_batch_entry(job_type, target, size, wait)
+        queue = job_type.job_queue().config.name
+        self._batches[name] = Batcher(entry, queue, self._timeout)
+
+    def _free_name(self, job_type: type[Job[Any, Any]]) -> str:
+        """``job_type``'s name, checked to be a job of the set without a handler yet."""
+        queue = (
+            job_type.job_queue()
+            if isinstance(job_type, type) and issubclass(job_type, Job)
+            else None
+        )
+        if queue is None or queue.queue_set is not self._queue_set:
+            raise TypeError(f"{job_type!r} is not a job of {self._queue_set.__name__}")
+        name = job_type.job_name()
+        if name in self._handlers or name in self._batches:
+            raise DuplicateHandlerError(name)
+        return name
+
     def handled(self, queue: str) -> tuple[str, ...]:
         """The names of the job types of ``queue`` (its resolved name) that have a handler
         here, in registration order: what this worker's consumer of ``queue`` claims."""
-        return tuple(
-            name
-            for name, entry in self._handlers.items()
-            if entry.job_type.job_queue().config.name == queue
-        )
+        types = {name: entry.job_type for name, entry in self._handlers.items()}
+        types.update((name, batcher.job_type) for name, batcher in self._batches.items())
+        return tuple(name for name, cls in types.items() if cls.job_queue().config.name == queue)
 
     def adopt(self, other: JobFace) -> None:
         """Take every handler registered on ``other`` (a worker copied with other options)."""
         self._handlers.update(other._handlers)
+        self._batches.update(other._batches)
 
     async def run(self, envelope: Envelope, queue: QueueConfig, executor: Executor) -> Outcome:
         """Decode the job, call its handler under the timeout and decide (see ``Face.run``)."""
         entry = self._handlers.get(envelope.job_type)
         if entry is None:
+            batcher = self._batches.get(envelope.job_type)
+            if batcher is not None:
+                return await self._batched(batcher, envelope, queue)
             return DeadLetter(clean_text(f"no handler for job type `{envelope.job_type}`"))
         try:
             job = entry.job_type.model_validate(envelope.payload)
         except ValidationError as exc:
-            detail = clean_text(f"{exc.errors()[0]['msg']} ({exc.error_count()} errors)")
-            return DeadLetter(f"decode error: {detail}")
+            return DeadLetter(f"decode error: {_decode_detail(exc)}")
         policy = entry.retry
         context = job_context(envelope, policy.max_attempts)
         if entry.result is not None:
@@ -159,6 +195,21 @@ class JobFace:
             executor=executor,
             timeout=self._timeout,
         )
+        return decide(envelope, error, policy, queue.top_priority, None, self.deferrals)
+
+    async def _batched(self, batcher: Batcher, envelope: Envelope, queue: QueueConfig) -> Outcome:
+        """Decode the job, run it in its type's next batch and decide its item's ending."""
+        try:
+            job = batcher.job_type.model_validate(envelope.payload)
+        except ValidationError as exc:
+            return DeadLetter(f"decode error: {_decode_detail(exc)}")
+        policy = batcher.retry
+        context = job_context(envelope, policy.max_attempts)
+        scope = context.run_scope
+        if scope is not None:  # each job completes with its own outcome, not in a transaction
+            refuse = refuse_batch_transaction
+            vars(context)["run_scope"] = RunScope(scope.cancel, refuse, scope.report)
+        error = await batcher.submit(job, context)
         return decide(envelope, error, policy, queue.top_priority, None, self.deferrals)
 
     async def _returning(
@@ -194,7 +245,7 @@ class JobFace:
 
     def failed(self, envelope: Envelope, queue: QueueConfig, error: BaseException) -> Outcome:
         """``error`` decided under the job's retry policy (one attempt for an unknown type)."""
-        entry = self._handlers.get(envelope.job_type)
+        entry = self._handlers.get(envelope.job_type) or self._batches.get(envelope.job_type)
         policy = _ONE_ATTEMPT if entry is None else entry.retry
         return decide(envelope, error, policy, queue.top_priority, None, self.deferrals)
 
@@ -233,3 +284,7 @@ class JobFace:
                     "stopped, nothing recorded",
                     who,
                 )
+
+
+def _decode_detail(error: ValidationError) -> str:
+    return clean_text(f"{error.errors()[0]['msg']} ({error.error_count()} errors)")
