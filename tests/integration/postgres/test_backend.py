@@ -7,7 +7,6 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -33,6 +32,8 @@ from queuey.backends.postgres._sql import migrations
 from tests.conftest import unique
 from tests.integration.postgres.plans import nodes
 
+pytestmark = pytest.mark.postgres
+
 
 class PgQueues(QueueSet, prefix="pg"):
     fast = Queue(prefetch=8)
@@ -47,12 +48,6 @@ class Ping(Job[PgQueues], queue=PgQueues.fast, name="pg.Ping"):
 
 class Pong(Job[PgQueues], queue=PgQueues.other, name="pg.Pong"):
     n: int = 0
-
-
-@pytest.fixture
-async def backend(database_url: str, pg_schema: str) -> AsyncIterator[PostgresBackend]:
-    async with PostgresBackend(database_url, schema=pg_schema, poll_interval="30s") as pg:
-        yield pg
 
 
 async def execute(url: str, query: Any, *params: Any) -> list[tuple[Any, ...]]:

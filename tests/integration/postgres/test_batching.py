@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from psycopg import sql
 
 from queuey import BackendError, Job, Producer, Queue, QueueSet
 from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres._acks import LostClaimError
 from tests.integration.postgres.test_backend import execute
+
+pytestmark = pytest.mark.postgres
 
 TRICKY = [
     'quote " backslash \\ brace { } comma , NULL',

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -22,6 +21,8 @@ from queuey.backends.postgres._claiming import ClaimConnections
 from queuey.backends.postgres._store import Store
 from tests.integration.postgres.plans import nodes
 
+pytestmark = pytest.mark.postgres
+
 
 class PlanQueues(QueueSet, prefix="plans"):
     work = Queue(prefetch=16)
@@ -29,12 +30,6 @@ class PlanQueues(QueueSet, prefix="plans"):
 
 class Step(Job[PlanQueues], queue=PlanQueues.work, name="plans.Step"):
     n: int = 0
-
-
-@pytest.fixture
-async def backend(database_url: str, pg_schema: str) -> AsyncIterator[PostgresBackend]:
-    async with PostgresBackend(database_url, schema=pg_schema, poll_interval="30s") as pg:
-        yield pg
 
 
 def store_of(backend: PostgresBackend) -> Store:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from psycopg import sql
@@ -23,6 +23,8 @@ from tests.integration.postgres.worker_processes import (
     wait_for,
 )
 
+pytestmark = pytest.mark.postgres
+
 
 class ClaimQueues(QueueSet, prefix="claims"):
     work = Queue(prefetch=16)
@@ -34,9 +36,8 @@ class Task(Job[ClaimQueues], queue=ClaimQueues.work, name="claims.Task"):
 
 
 @pytest.fixture
-async def backend(database_url: str, pg_schema: str) -> AsyncIterator[PostgresBackend]:
-    async with PostgresBackend(database_url, schema=pg_schema, poll_interval="300ms") as pg:
-        yield pg
+def backend_settings() -> dict[str, Any]:
+    return {"poll_interval": "300ms"}
 
 
 async def running_rows(url: str, schema: str) -> int:

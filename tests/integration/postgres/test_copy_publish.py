@@ -5,7 +5,6 @@ through the statement."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +16,8 @@ from pydantic import Field
 from queuey import Envelope, Job, Producer, Queue, QueueSet
 from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres._publish import bulk_params, copy_rows
+
+pytestmark = pytest.mark.postgres
 
 
 class CopyQueues(QueueSet, prefix="copy"):
@@ -40,12 +41,6 @@ TRICKY = [
     "\\\\t",
     "line\u2028separator \u007f del \u00a0 nbsp \ufeff bom",
 ]
-
-
-@pytest.fixture
-async def backend(database_url: str, pg_schema: str) -> AsyncIterator[PostgresBackend]:
-    async with PostgresBackend(database_url, schema=pg_schema, poll_interval="30s") as pg:
-        yield pg
 
 
 async def stored(url: str, schema: str) -> list[tuple[Any, ...]]:

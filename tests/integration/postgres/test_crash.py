@@ -25,6 +25,8 @@ from queuey.backends.postgres import PostgresBackend
 from tests.helpers import python_path
 from tests.integration.postgres.crash_app import CrashQueues, Record
 
+pytestmark = pytest.mark.postgres
+
 ROOT = Path(__file__).resolve().parents[3]
 
 

@@ -12,7 +12,6 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -32,6 +31,8 @@ from tests.integration.postgres.worker_processes import (
     run_rows,
     wait_for,
 )
+
+pytestmark = pytest.mark.postgres
 
 
 class StuckQueues(QueueSet, prefix="stuck"):
@@ -56,9 +57,8 @@ def overlapping(spans: list[tuple[float, float]]) -> bool:
 
 
 @pytest.fixture
-async def backend(database_url: str, pg_schema: str) -> AsyncIterator[PostgresBackend]:
-    async with PostgresBackend(database_url, schema=pg_schema, poll_interval="300ms") as pg:
-        yield pg
+def backend_settings() -> dict[str, Any]:
+    return {"poll_interval": "300ms"}
 
 
 async def test_a_plain_handler_outliving_the_grace_never_runs_twice_at_once(

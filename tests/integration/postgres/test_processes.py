@@ -21,6 +21,8 @@ from tests.helpers import ROOT, python_path
 from tests.integration.postgres.threads_app import Nap, ThreadQueues, runs_ddl
 from tests.integration.postgres.worker_processes import execute, message_rows, run_rows, wait_for
 
+pytestmark = pytest.mark.postgres
+
 JOBS = 400
 
 

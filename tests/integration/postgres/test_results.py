@@ -26,6 +26,8 @@ from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres._acks import LostClaimError
 from tests.integration.postgres.test_backend import execute, table
 
+pytestmark = pytest.mark.postgres
+
 
 class Thumb(BaseModel):
     url: str

@@ -13,11 +13,14 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+import pytest
 from psycopg import sql
 
 from queuey.backends.postgres import PostgresBackend
 from queuey.schedule import ScheduleRecord
 from tests.helpers import ROOT, python_path
+
+pytestmark = pytest.mark.postgres
 
 
 def start_workers(url: str, schema: str, count: int) -> list[subprocess.Popen[str]]:

@@ -6,11 +6,14 @@ import asyncio
 import json
 from datetime import UTC, datetime
 
+import pytest
 from click.testing import CliRunner, Result
 
 from queuey.backends.postgres import PostgresBackend
 from queuey.cli import main
 from queuey.schedule import ScheduleRecord
+
+pytestmark = pytest.mark.postgres
 
 
 async def invoke(*args: str, url: str) -> Result:

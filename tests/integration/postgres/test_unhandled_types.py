@@ -19,6 +19,8 @@ from queuey.cli import main
 from queuey.testing import run_until_idle
 from tests.helpers import run_until
 
+pytestmark = pytest.mark.postgres
+
 
 class DeployQueues(QueueSet, prefix="deploy"):
     orders = Queue(prefetch=4)
@@ -73,7 +75,6 @@ async def test_memory_leaves_an_unhandled_type_pending(caplog: pytest.LogCapture
     await _new_worker_runs_it(backend, new_id)
 
 
-@pytest.mark.postgres
 async def test_postgres_leaves_an_unhandled_type_pending_and_status_counts_it(
     database_url: str, pg_schema: str, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -5,7 +5,6 @@ states, and the plain statements left as they were."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -15,6 +14,8 @@ from psycopg import sql
 from queuey import Job, Producer, Queue, QueueSet, Unique
 from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres._sql import Statements
+
+pytestmark = pytest.mark.postgres
 
 
 class UniqueQueues(QueueSet, prefix="uq"):
@@ -33,11 +34,8 @@ class Plain(Job[UniqueQueues], queue=UniqueQueues.sync, name="uq.Plain"):
 
 
 @pytest.fixture
-async def backend(database_url: str, pg_schema: str) -> AsyncIterator[PostgresBackend]:
-    async with PostgresBackend(
-        database_url, schema=pg_schema, poll_interval="30s", lease="1s"
-    ) as pg:
-        yield pg
+def backend_settings() -> dict[str, Any]:
+    return {"poll_interval": "30s", "lease": "1s"}
 
 
 async def rows(url: str, schema: str, *columns: str) -> list[tuple[Any, ...]]:

@@ -6,7 +6,7 @@ it alone, saying which job holds the key."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -62,11 +62,8 @@ class Debounced(
 
 
 @pytest.fixture
-async def backend(database_url: str, pg_schema: str) -> AsyncIterator[PostgresBackend]:
-    async with PostgresBackend(
-        database_url, schema=pg_schema, poll_interval="30s", lease="1s"
-    ) as pg:
-        yield pg
+def backend_settings() -> dict[str, Any]:
+    return {"poll_interval": "30s", "lease": "1s"}
 
 
 @pytest.mark.parametrize("job", [PendingOnly(account_id=1), Debounced(account_id=1, note="a")])

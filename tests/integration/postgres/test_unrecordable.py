@@ -8,8 +8,8 @@ same refused outcome again at once)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from psycopg import sql
@@ -21,6 +21,8 @@ from queuey.backends.base import Delivery
 from queuey.backends.postgres import PostgresBackend
 from queuey.worker import Middleware
 from tests.integration.postgres.worker_processes import execute, message_rows
+
+pytestmark = pytest.mark.postgres
 
 FAR = timedelta(days=999_999_999)  # the longest timedelta: far past PostgreSQL's timestamps
 
@@ -58,11 +60,8 @@ class Seen(Middleware):
 
 
 @pytest.fixture
-async def backend(database_url: str, pg_schema: str) -> AsyncIterator[PostgresBackend]:
-    async with PostgresBackend(
-        database_url, schema=pg_schema, lease="1s", poll_interval="300ms"
-    ) as pg:
-        yield pg
+def backend_settings() -> dict[str, Any]:
+    return {"lease": "1s", "poll_interval": "300ms"}
 
 
 async def run_until_settled(worker: Worker[RefQueues], seen: Seen, count: int) -> None:

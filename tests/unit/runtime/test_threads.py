@@ -51,22 +51,24 @@ def test_shutdown_leaves_a_running_handler_running_and_cancels_what_waits() -> N
 
 
 async def test_a_plain_handler_timeout_counts_from_its_start() -> None:
+    # The only thread is busy for as long as the timeout, then the handler runs far less than
+    # the timeout: counted from the submission it would time out (it cannot end before
+    # QUEUED + RUNS > TIMEOUT, however loaded the machine), counted from its start it has
+    # TIMEOUT - RUNS seconds of margin for a slow thread or event loop.
+    queued, runs, timeout = 1.5, 0.2, 1.5
     busy = ThreadPoolExecutor(1)
-    busy.submit(time.sleep, 0.4)  # the only thread is taken for 0.4 s
+    busy.submit(time.sleep, queued)
     began = time.monotonic()
 
     def quick() -> str:
-        time.sleep(0.3)
+        time.sleep(runs)
         return "done"
 
     result = await invoke(
-        quick,
-        (),
-        is_async=False,
-        executor=busy,
-        timeout=timedelta(seconds=0.5),
+        quick, (), is_async=False, executor=busy, timeout=timedelta(seconds=timeout)
     )
-    assert result == "done" and time.monotonic() - began >= 0.7
+    assert result == "done" and time.monotonic() - began >= queued + runs
+    busy.shutdown()
 
 
 async def test_a_plain_handler_past_its_timeout_is_waited_for_then_timed_out(
