@@ -17,6 +17,8 @@ from queuey.backends.postgres import PostgresBackend
 from queuey.limits import Concurrency, RateLimit
 from tests.integration.postgres.worker_processes import execute
 
+pytestmark = pytest.mark.postgres
+
 
 class FlowQueues(QueueSet, prefix="flow"):
     capped = Queue(prefetch=16)

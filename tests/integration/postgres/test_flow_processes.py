@@ -9,12 +9,15 @@ import asyncio
 import signal
 import sys
 
+import pytest
 from psycopg import sql
 
 from queuey import Producer
 from queuey.backends.postgres import PostgresBackend
 from tests.integration.postgres.flow_app import RUNS_DDL, Capped, FlowApp, Rated
 from tests.integration.postgres.worker_processes import WorkerProcess, execute, wait_for
+
+pytestmark = pytest.mark.postgres
 
 
 class FlowWorker(WorkerProcess):
