@@ -22,6 +22,7 @@ IN_MEMORY = (
     "periodic_jobs",
     "from_celery",
     "results",
+    "batch_handlers",
 )
 """Run by ``tests/unit/test_docs_examples.py`` under virtual time."""
 

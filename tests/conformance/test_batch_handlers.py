@@ -35,7 +35,7 @@ def kit(prefetch: int = 30) -> tuple[Any, Any]:
         Job[Queues],
         queue=Queues.work,
         name=f"{prefix}.Item",
-        retry=RetryPolicy.fixed(2, "10ms"),
+        retry=RetryPolicy.fixed(2, "300ms"),
     ):
         label: str
         then: str = "ack"  # ack | defer | fatal | retry | fail | retry-once
