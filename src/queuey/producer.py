@@ -17,6 +17,8 @@ plain ``publish``, exactly as before.
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import lru_cache
@@ -24,6 +26,7 @@ from typing import Any, TypeVar, cast, overload
 
 from pydantic import TypeAdapter
 
+from queuey._payload import job_payload
 from queuey._runtime.producer_base import ProducerBase, sending_for
 from queuey.backends.base import (
     Backend,
@@ -33,6 +36,7 @@ from queuey.backends.base import (
     ResultBackend,
     UniqueBackend,
 )
+from queuey.backends.steps import WorkflowBackend
 from queuey.durations import Duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError, NotSupportedError
@@ -40,6 +44,7 @@ from queuey.jobs import Job, NoResult, Q, unique_key_of
 from queuey.queues import QueueSet
 from queuey.results import JobHandle, await_result
 from queuey.unique import EnqueueResult, UniqueKey
+from queuey.workflows import Workflow, step_rows
 
 __all__ = ["Producer", "unique_backend", "unique_jobs"]
 
@@ -269,6 +274,35 @@ class Producer(ProducerBase[Q]):
         if any(type(job).__queuey_result__ is not None for job in jobs):
             return [self._typed(job, result) for job, result in zip(jobs, results, strict=True)]
         return results
+
+    async def enqueue_workflow(self, flow: Workflow[T]) -> JobHandle[T]:
+        """Store every step of ``flow`` at once (its first steps due now) and return the
+        handle of its last step: ``await handle.result()`` is the workflow's result.
+
+        Raises:
+            TypeError: a step's job class belongs to another queue set.
+            ConfigError: a step appears twice, or a step that feeds another declares no
+                result type.
+            PayloadError: a first step's field is not JSON every backend stores alike.
+            NotSupportedError: the backend cannot run workflows (only PostgreSQL can);
+                nothing was stored.
+            BackendError: nothing was stored.
+        """
+        if not isinstance(self.backend, WorkflowBackend):
+            raise NotSupportedError(
+                f"{type(self.backend).__name__} cannot run workflows: a step's completion and "
+                "the release of the next steps must commit together; use PostgreSQL"
+            )
+        target = self._target
+        rows, edges = step_rows(
+            flow,
+            lambda cls: (target(cls)[0], target(cls)[1].name),
+            job_payload,
+            time.time_ns() // 1_000_000,
+        )
+        await self.backend.start_workflow(str(uuid.uuid4()), rows, edges)
+        adapter = flow.last.job_class.__queuey_result__ or _adapter(Any)
+        return JobHandle(flow.last.job_id, self.backend, adapter)
 
     async def cancel(self, job_id: str) -> CancelResult:
         """Cancel job ``job_id`` (of any queue): a pending or scheduled job ends

@@ -18,6 +18,7 @@ from queuey import (
     Worker,
     sync,
 )
+from queuey.workflows import StepFailed, Workflow, chain, group
 
 
 class Mine(QueueSet, prefix="mine"):
@@ -158,3 +159,53 @@ def register_batch_handlers() -> None:
     @worker.batch_handler(MyJob)  # error: arg-type
     async def wrong_return(jobs: list[MyJob], ctx: BatchContext) -> list[str]:
         return []
+
+
+class Page(BaseModel):
+    body: str
+
+
+class Fetch(Job[Mine, Page], queue=Mine.work):
+    url: str
+
+
+class Count(Job[Mine, int], queue=Mine.work):
+    text: str
+
+    @classmethod
+    def from_page(cls, page: Page) -> "Count":
+        return cls(text=page.body)
+
+    @classmethod
+    def from_thumb(cls, thumb: Thumb) -> "Count":
+        return cls(text=thumb.url)
+
+
+class Sum(Job[Mine, int], queue=Mine.work):
+    counts: list[int]
+
+    @classmethod
+    def from_counts(cls, counts: list[int]) -> "Sum":
+        return cls(counts=counts)
+
+    @classmethod
+    def from_some(cls, counts: list[int | StepFailed]) -> "Sum":
+        return cls(counts=[c for c in counts if isinstance(c, int)])
+
+
+async def workflows_are_typed() -> None:
+    producer = await Producer.create(Mine, MemoryBackend())
+    flow = chain(Fetch(url="a"), Count.from_page)
+    assert_type(flow, Workflow[int])
+    assert_type(await producer.enqueue_workflow(flow), JobHandle[int])
+    chain(Fetch(url="a"), Count.from_thumb)  # error: arg-type
+    chain(Resize(url="a"), Count.from_page)  # error: arg-type
+    chain(Fetch(url="a"), Count.from_page, Sum.from_counts)  # error: misc
+    fan = group(chain(Fetch(url="a"), Count.from_page), Fetch(url="b"))  # error: misc
+    total = group(flow, chain(Fetch(url="b"), Count.from_page)).then(Sum.from_counts)
+    assert_type(total, Workflow[int])
+    group(flow, flow).then_partial(Sum.from_some)
+    group(flow, flow).then(Sum.from_some)  # error: arg-type
+    group(flow, flow).then_partial(Sum.from_counts)  # error: arg-type
+    group(Fetch(url="a"), Fetch(url="b")).then(Sum.from_counts)  # error: arg-type
+    print(fan)

@@ -53,14 +53,21 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (),
     ),
     "contract": (
-        ("backends", "backends.base", "backends._unclosed", "backends._quiet", "backends._runs"),
+        (
+            "backends",
+            "backends.base",
+            "backends._unclosed",
+            "backends._quiet",
+            "backends._runs",
+            "backends.steps",
+        ),
         ("vocabulary",),
     ),
     "memory": (("backends.memory", "backends.memory.*"), ("vocabulary", "contract")),
     "postgres": (("backends.postgres", "backends.postgres.*"), ("vocabulary", "contract")),
     "rabbitmq": (("backends.rabbitmq", "backends.rabbitmq.*"), ("vocabulary", "contract")),
     "runtime": (
-        ("_runtime", "_runtime.*", "producer", "worker", "results"),
+        ("_runtime", "_runtime.*", "producer", "worker", "results", "workflows"),
         ("vocabulary", "contract"),
     ),
     "faces": (("topics", "topics.*"), ("vocabulary", "contract", "runtime")),

@@ -45,6 +45,7 @@ from queuey.errors import DuplicateHandlerError, ResultError
 from queuey.jobs import Job, JobContext
 from queuey.queues import QueueConfig, QueueSet
 from queuey.retry import RetryPolicy
+from queuey.workflows import built_job
 
 __all__ = ["JobFace", "job_context"]
 
@@ -180,9 +181,11 @@ class JobFace:
                 return await self._batched(batcher, envelope, queue)
             return DeadLetter(clean_text(f"no handler for job type `{envelope.job_type}`"))
         try:
-            job = entry.job_type.model_validate(envelope.payload)
+            job = built_job(entry.job_type, envelope.payload)
         except ValidationError as exc:
             return DeadLetter(f"decode error: {_decode_detail(exc)}")
+        except Exception as exc:  # a workflow step's builder may raise anything
+            return DeadLetter(clean_text(f"step builder error: {type(exc).__name__}: {exc}"))
         policy = entry.retry
         context = job_context(envelope, policy.max_attempts)
         if entry.result is not None:
@@ -200,9 +203,11 @@ class JobFace:
     async def _batched(self, batcher: Batcher, envelope: Envelope, queue: QueueConfig) -> Outcome:
         """Decode the job, run it in its type's next batch and decide its item's ending."""
         try:
-            job = batcher.job_type.model_validate(envelope.payload)
+            job = built_job(batcher.job_type, envelope.payload)
         except ValidationError as exc:
             return DeadLetter(f"decode error: {_decode_detail(exc)}")
+        except Exception as exc:  # a workflow step's builder may raise anything
+            return DeadLetter(clean_text(f"step builder error: {type(exc).__name__}: {exc}"))
         policy = batcher.retry
         context = job_context(envelope, policy.max_attempts)
         scope = context.run_scope

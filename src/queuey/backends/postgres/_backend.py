@@ -50,8 +50,10 @@ from queuey.backends.postgres._publish import (
 )
 from queuey.backends.postgres._recovery import Recovery
 from queuey.backends.postgres._sql import Statements, check_identifier
+from queuey.backends.postgres._steps import workflow_params
 from queuey.backends.postgres._store import Store
 from queuey.backends.postgres._wake import Waker
+from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
@@ -337,6 +339,20 @@ class PostgresBackend:
         else:
             params = bulk_params(envelopes, seconds, self._ttl, self.channel)
             await self._store.publish("publish", params, connection)
+
+    async def start_workflow(
+        self, workflow_id: str, steps: Sequence[StepRow], edges: Sequence[StepEdge]
+    ) -> None:
+        """Insert a workflow's steps (roots pending, the others waiting) and edges in one
+        statement (``WorkflowBackend``); all or nothing.
+
+        Raises:
+            BackendError: nothing was written.
+            ShutDownError: the backend is not open.
+        """
+        self._check_open()
+        params = workflow_params(workflow_id, steps, edges, self.channel)
+        await self._store.publish("start_workflow", params)
 
     async def defer(self, envelope: Envelope, delay: timedelta) -> None:
         """Publish ``envelope`` due after ``delay`` at its own (top) priority."""

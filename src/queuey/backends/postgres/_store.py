@@ -65,7 +65,7 @@ __all__ = ["BACKGROUND_TIMEOUT", "Params", "PublishQuery", "Store", "schema_erro
 
 R = TypeVar("R")
 Params = dict[str, Any]
-PublishQuery = Literal["publish", "publish_one", "publish_job"]
+PublishQuery = Literal["publish", "publish_one", "publish_job", "start_workflow"]
 """The three statements that insert rows (``_publish.py`` says which fits)."""
 UniqueQuery = Literal["publish_unique", "publish_once"]
 """The statements that insert rows under a unique or idempotency key and say what they did."""

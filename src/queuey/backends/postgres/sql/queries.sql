@@ -511,14 +511,40 @@ WITH acked AS (
     FROM acked
     WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
       AND m.attempts = acked.attempts AND m.cancel_requested_at IS NULL
-    RETURNING m.id, m.queue, m.unique_states,
+    RETURNING m.id, m.queue, m.unique_states, m.result::jsonb AS result,
               pg_notify(%(results_channel)s, m.id::text) AS told
 ), woke AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM done WHERE unique_states & 30 = 18) AS q
+), fed AS (
+    -- Workflow steps (migration 0014): each child of a row completed here gets the row's
+    -- result at its position and one parent less, in this statement; at zero it is released.
+    SELECT e.child, count(*)::int AS n,
+           jsonb_object_agg(e.position::text, coalesce(done.result, 'null'::jsonb)) AS inputs
+    FROM done JOIN {workflow_edges} AS e ON e.parent = done.id
+    GROUP BY e.child
+), unlinked AS (
+    DELETE FROM {workflow_edges} AS e USING done WHERE e.parent = done.id
+), released AS (
+    UPDATE {table} AS c
+    SET parents_left = c.parents_left - fed.n,
+        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
+        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
+        available_at = now(),
+        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
+            '__queuey_step__', c.step || jsonb_build_object('inputs', (
+                SELECT jsonb_agg(x.value ORDER BY x.key::int)
+                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
+    FROM fed
+    WHERE c.id = fed.child AND c.status = 'waiting'
+    RETURNING c.queue, c.status
+), ready AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
 )
 SELECT acked.id::text AS id FROM acked
-WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0;
+WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0
+  AND (SELECT count(*) FROM ready) >= 0;
 
 -- name: job_ends
 -- How each of the jobs %(ids)s stands, for the callers awaiting their results: its status,
@@ -579,11 +605,71 @@ WITH dead AS (
         unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
     WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s
       AND attempts = %(attempts)s AND cancel_requested_at IS NULL
-    RETURNING id, queue, unique_states
+    RETURNING id, queue, unique_states, workflow
 ), woke AS (
     SELECT pg_notify(%(channel)s, queue) FROM dead WHERE unique_states & 30 = 18
+), fed AS (
+    -- A workflow step (migration 0014) that failed for good: a child whose fan-in runs with
+    -- partial results gets the error at its position and one parent less (released at zero,
+    -- as in ack_results); a child that fails with it fails the whole workflow: every step of
+    -- it still waiting ends failed, naming this one.
+    SELECT e.child, e.policy, jsonb_build_object(e.position::text, jsonb_build_object(
+               'queuey_failed', jsonb_build_object('job_id', dead.id::text,
+                                                   'error', %(reason)s::text))) AS inputs
+    FROM dead JOIN {workflow_edges} AS e ON e.parent = dead.id
+), unlinked AS (
+    DELETE FROM {workflow_edges} AS e USING dead WHERE e.parent = dead.id
+), failed_steps AS (
+    UPDATE {table} AS c
+    SET status = 'failed', processed_at = now(),
+        error = 'workflow failed: step ' || dead.id::text || ' failed: ' || %(reason)s::text
+    FROM dead
+    WHERE c.workflow = dead.workflow AND c.status = 'waiting'
+      AND EXISTS (SELECT 1 FROM fed WHERE fed.policy = 'fail')
+), released AS (
+    UPDATE {table} AS c
+    SET parents_left = c.parents_left - 1,
+        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
+        status = CASE WHEN c.parents_left - 1 <= 0 THEN 'pending' ELSE 'waiting' END,
+        available_at = now(),
+        payload = CASE WHEN c.parents_left - 1 > 0 THEN c.payload ELSE json_build_object(
+            '__queuey_step__', c.step || jsonb_build_object('inputs', (
+                SELECT jsonb_agg(x.value ORDER BY x.key::int)
+                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
+    FROM fed
+    WHERE c.id = fed.child AND c.status = 'waiting'
+      AND NOT EXISTS (SELECT 1 FROM fed WHERE fed.policy = 'fail')
+    RETURNING c.queue, c.status
+), ready AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
 )
-SELECT id FROM dead WHERE (SELECT count(*) FROM woke) >= 0;
+SELECT id FROM dead WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM ready) >= 0;
+
+-- name: start_workflow
+-- A workflow's steps in one statement: the roots pending (due now), every other step waiting
+-- with its count of parents, and the edges from parents to children (position in the child's
+-- inputs, failure policy). Wakes the roots' queues.
+WITH inserted AS (
+    INSERT INTO {table} (id, kind, queue, job_type, status, priority, payload, enqueued_at_ms,
+                         workflow, parents_left, step)
+    SELECT r.id, 'job', r.queue, r.job_type,
+           CASE WHEN r.parents = 0 THEN 'pending' ELSE 'waiting' END,
+           r.priority, p.payload, r.enqueued_at_ms, %(workflow)s::uuid, r.parents, s.step
+    FROM unnest(%(ids)s::uuid[], %(queues)s::text[], %(job_types)s::text[],
+                %(priorities)s::int[], %(enqueued_at_ms)s::bigint[], %(parents)s::int[])
+         WITH ORDINALITY AS r(id, queue, job_type, priority, enqueued_at_ms, parents, n)
+    JOIN json_array_elements(%(payloads)s::json) WITH ORDINALITY AS p(payload, n) USING (n)
+    JOIN jsonb_array_elements(%(steps)s::jsonb) WITH ORDINALITY AS s(step, n) USING (n)
+    ORDER BY n
+    RETURNING queue, status
+), linked AS (
+    INSERT INTO {workflow_edges} (parent, child, position, policy)
+    SELECT * FROM unnest(%(edge_parents)s::uuid[], %(edge_children)s::uuid[],
+                         %(edge_positions)s::int[], %(edge_policies)s::text[])
+)
+SELECT pg_notify(%(channel)s, q.queue)
+FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'pending') AS q;
 
 -- name: complete
 -- Success recorded inside the handler's own transaction (ctx.transaction()), fenced like every

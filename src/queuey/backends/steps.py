@@ -1,0 +1,70 @@
+"""What a backend stores to start a workflow (``queuey.workflows``): its steps and the edges
+between them, as plain rows.
+
+A step with no parents is due at once; every other step waits until each of its parents has
+ended, then is due with its parents' results (or errors) as its inputs, in edge position order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = ["FailurePolicy", "StepEdge", "StepRow", "WorkflowBackend"]
+
+FailurePolicy = Literal["fail", "partial"]
+"""What a failed parent does to its child: ``fail`` fails the whole workflow (every step still
+waiting ends failed); ``partial`` gives the child the parent's error in place of its result."""
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One step of a workflow.
+
+    Attributes:
+        job_id: the step's job id (a UUID string), known before it runs.
+        queue: its resolved queue name.
+        job_type: its job name.
+        priority: its priority.
+        payload: its job's JSON fields (a root), or ``{}`` (a step built from its inputs).
+        enqueued_at_ms: the producer's epoch milliseconds.
+        parents: how many parents it waits for (0: a root).
+        step: how its job is built from its inputs (``{"builder": name, "many": bool}``), or
+            ``None`` for a root.
+    """
+
+    job_id: str
+    queue: str
+    job_type: str
+    priority: int
+    payload: Any
+    enqueued_at_ms: int
+    parents: int
+    step: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class StepEdge:
+    """``parent``'s end feeds ``child``'s input at ``position`` under ``policy``."""
+
+    parent: str
+    child: str
+    position: int
+    policy: FailurePolicy
+
+
+@runtime_checkable
+class WorkflowBackend(Protocol):
+    """A backend that runs workflows durably (PostgreSQL)."""
+
+    async def start_workflow(
+        self, workflow_id: str, steps: Sequence[StepRow], edges: Sequence[StepEdge]
+    ) -> None:
+        """Store every step and edge of workflow ``workflow_id`` at once (all or nothing);
+        the roots are due now.
+
+        Raises:
+            BackendError: nothing was stored.
+        """
+        ...
