@@ -15,6 +15,7 @@ from datetime import timedelta
 from enum import Enum
 from typing import ClassVar, Protocol
 
+from queuey._text import MAX_TEXT_BYTES, clean_text
 from queuey.envelope import Envelope
 from queuey.errors import Defer, Fatal
 from queuey.retry import RetryPolicy
@@ -144,9 +145,6 @@ Outcome = Ack | RetryAfter | DeferFor | DeadLetter | Cancelled | LeaseLost
 success)."""
 
 
-MAX_TEXT_BYTES = 4000
-"""Error texts and reasons are kept to this many UTF-8 bytes."""
-
 EXHAUSTED = "max attempts ({max_attempts}) exhausted after attempt {attempt}: {text}"
 """The typed face's dead-letter reason once the retry budget is spent."""
 
@@ -163,16 +161,6 @@ class Schedule(Protocol):
         """The wait before the next run after ``failed_attempt`` (1-based) failed, or
         ``None`` when the budget is spent."""
         ...
-
-
-def clean_text(text: str, limit: int = MAX_TEXT_BYTES) -> str:
-    """``text`` made storable everywhere: NUL characters dropped, unpaired surrogates replaced
-    by ``?``, and cut to ``limit`` UTF-8 bytes on a character boundary with ``…`` appended when
-    cut (so at most ``limit`` + 3 bytes)."""
-    data = text.replace("\x00", "").encode("utf-8", errors="replace")
-    if len(data) <= limit:
-        return data.decode("utf-8")
-    return data[:limit].decode("utf-8", errors="ignore") + "…"
 
 
 def describe(error: BaseException) -> str:

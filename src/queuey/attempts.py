@@ -29,6 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from queuey._text import MAX_TEXT_BYTES, clean_tail, clean_text
+
 __all__ = [
     "MAX_ATTEMPT_ERRORS",
     "MAX_MESSAGE_BYTES",
@@ -40,29 +42,11 @@ __all__ = [
 MAX_ATTEMPT_ERRORS = 10
 """Attempt errors kept per job (the latest)."""
 
-MAX_MESSAGE_BYTES = 4000
+MAX_MESSAGE_BYTES = MAX_TEXT_BYTES
 """An attempt error's message is cut to this many UTF-8 bytes."""
 
 MAX_TRACEBACK_BYTES = 8000
 """An attempt error's traceback keeps its last this many UTF-8 bytes."""
-
-
-def _storable(text: str) -> bytes:
-    return text.replace("\x00", "").encode("utf-8", errors="replace")
-
-
-def _head(text: str, limit: int) -> str:
-    data = _storable(text)
-    if len(data) <= limit:
-        return data.decode("utf-8")
-    return data[:limit].decode("utf-8", errors="ignore") + "…"
-
-
-def _tail(text: str, limit: int) -> str:
-    data = _storable(text)
-    if len(data) <= limit:
-        return data.decode("utf-8")
-    return "…" + data[-limit:].decode("utf-8", errors="ignore")
 
 
 def type_name(error: BaseException) -> str:
@@ -128,13 +112,13 @@ class AttemptError:
         """The record of attempt ``attempt``: of ``error`` when the run raised one (its
         message, else ``reason``), else of ``reason`` alone."""
         if error is None:
-            return cls(attempt, None, _head(reason, MAX_MESSAGE_BYTES))
+            return cls(attempt, None, clean_text(reason, MAX_MESSAGE_BYTES))
         message = _message(error) or reason
         return cls(
             attempt,
             type_name(error),
-            _head(message, MAX_MESSAGE_BYTES),
-            _tail(_traceback(error), MAX_TRACEBACK_BYTES),
+            clean_text(message, MAX_MESSAGE_BYTES),
+            clean_tail(_traceback(error), MAX_TRACEBACK_BYTES),
         )
 
     def stamped(self, at: datetime, worker: str) -> AttemptError:

@@ -39,6 +39,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "retry",
             "queues",
             "jobs",
+            "_text",
             "_outcome",
             "unique",
             "limits",

@@ -14,9 +14,7 @@ import psycopg
 import psycopg._queries as psycopg_queries
 import pytest
 
-from queuey._outcome import clean_text
 from queuey.backends.postgres import PostgresBackend
-from queuey.backends.postgres._consumer import storable
 from queuey.backends.postgres._errors import (
     DatabaseUnavailableError,
     UndefinedTableError,
@@ -126,13 +124,6 @@ def test_driver_errors_become_backend_errors_without_the_password() -> None:
     assert isinstance(translate(psycopg.errors.UndefinedTable("nope")), UndefinedTableError)
     refused = translate(psycopg.errors.SyntaxError("bad"))
     assert type(refused) is BackendError and str(refused) == "PostgreSQL: bad"
-
-
-@pytest.mark.parametrize(
-    "text", ["plain", "nul \x00 inside", "lone \ud800 surrogate", "é" * 3000, "x" * 4001, ""]
-)
-def test_stored_texts_follow_the_engine_rule(text: str) -> None:
-    assert storable(text) == clean_text(text)
 
 
 class Poked:

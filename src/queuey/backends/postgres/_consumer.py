@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
+from queuey._text import clean_text
 from queuey.attempts import AttemptError
 from queuey.backends.postgres._acks import LostClaimError, lost_claim
 from queuey.backends.postgres._cancel import Cancellations
@@ -47,11 +48,10 @@ from queuey.errors import BackendError
 from queuey.progress import Progress
 from queuey.queues import QueueConfig
 
-__all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "Slots", "storable"]
+__all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "Slots"]
 
 log = logging.getLogger("queuey.postgres")
 
-MAX_TEXT_BYTES = 4000
 """Error texts and reasons are kept to this many UTF-8 bytes."""
 
 
@@ -279,7 +279,7 @@ class PgDelivery:
                     priority=envelope.priority,
                     delay=seconds,
                     ttl=consumer.ttl,
-                    error=None if error is None else storable(error),
+                    error=None if error is None else clean_text(error),
                     failure=failure_json(failure),
                 )
             )
@@ -295,7 +295,7 @@ class PgDelivery:
                 self._consumer.completer.dead_letter(
                     self.row_id,
                     self._claim.envelope.attempt,
-                    storable(reason),
+                    clean_text(reason),
                     failure_json(failure),
                 )
             )
@@ -315,16 +315,6 @@ class PgDelivery:
 def failure_json(failure: AttemptError | None) -> str | None:
     """``failure`` as the JSON text a settle statement stamps and stores (``None``: none)."""
     return None if failure is None else json.dumps(failure.to_json(), ensure_ascii=False)
-
-
-def storable(text: str) -> str:
-    """``text`` made storable in a ``text`` column: NUL characters dropped, unpaired surrogates
-    replaced by ``?``, cut to ``MAX_TEXT_BYTES`` UTF-8 bytes on a character boundary with "…"
-    appended when cut."""
-    data = text.replace("\x00", "").encode("utf-8", errors="replace")
-    if len(data) <= MAX_TEXT_BYTES:
-        return data.decode("utf-8")
-    return data[:MAX_TEXT_BYTES].decode("utf-8", errors="ignore") + "…"
 
 
 class PgConsumer:

@@ -16,6 +16,7 @@ from typing import Any
 import aio_pika
 from aio_pika.abc import AbstractMessage
 
+from queuey._text import clean_text
 from queuey.envelope import Envelope, MalformedEnvelopeError
 
 __all__ = [
@@ -43,7 +44,6 @@ DELIVERY_LIMIT_REASON = (
     "was reached (delivery_limit)"
 )
 _MAX_SHORTSTR = 255
-_MAX_ERROR_CHARS = 4000
 
 
 def _truncate_utf8(text: str, limit: int) -> str:
@@ -85,8 +85,9 @@ def dead_headers(envelope: Envelope, reason: str) -> dict[str, Any]:
 
 
 def retry_headers(error: str) -> dict[str, Any]:
-    """The headers of a retry: the failure text, at most 4000 characters."""
-    return {LAST_ERROR_HEADER: error[:_MAX_ERROR_CHARS]}
+    """The headers of a retry: the failure text, cut to ``MAX_TEXT_BYTES`` UTF-8 bytes
+    (``clean_text``)."""
+    return {LAST_ERROR_HEADER: clean_text(error)}
 
 
 def malformed_message(
