@@ -216,6 +216,9 @@ def test_quorum_arguments() -> None:
     assert hold["x-overflow"] == "reject-publish"
     assert hold["x-queue-type"] == "quorum"
     assert "x-delivery-limit" not in hold  # nobody consumes a hold queue
+    assert hold["x-expires"] == 2000 + topology.QUORUM_HOLD_GRACE_MS
+    longest = topology.hold_arguments("app.q", topology.MAX_HOLD_MS, quorum)["x-expires"]
+    assert longest == topology.MAX_TTL_MS
 
 
 def test_check_quorum_refuses_priorities_and_transient_queues() -> None:

@@ -110,7 +110,7 @@ async def test_every_declared_queue_is_a_quorum_queue_dead_lettering_at_least_on
                 "x-message-ttl": 30000,
                 "x-dead-letter-exchange": "",
                 "x-dead-letter-routing-key": main,
-                "x-expires": 60000,
+                "x-expires": 120000,  # twice the TTL and a minute: see QUORUM_HOLD_GRACE_MS
             },
         ),
     }

@@ -77,15 +77,21 @@ class RabbitMqBackend:
       dead-lettered by the broker. A queue that exists as the other type is a ``BackendError``
       naming it and the migration path.
 
+    - Given a cluster's URLs (a list, or one string of URLs separated by commas), it connects
+      to the first that answers, and after losing its connection (the node died) to the next
+      one that answers: consumers resume there, and a publish in flight is sent again on the
+      new connection (at least once), confirmed or failed within ``publish_timeout``.
+
     Args:
-        url: ``amqp://user:password@host:port/vhost`` (the password is never logged).
+        url: ``amqp://user:password@host:port/vhost`` (the password is never logged), or the
+            URLs of a cluster's nodes, tried in turn.
         options: tunables; ``RabbitMqOptions()`` by default.
     """
 
     supports_transactions = False
     messaging_system = "rabbitmq"
 
-    def __init__(self, url: str, options: RabbitMqOptions | None = None) -> None:
+    def __init__(self, url: str | Sequence[str], options: RabbitMqOptions | None = None) -> None:
         self.options = options or RabbitMqOptions()
         self.max_delay = max_hold(self.options.hold_granularity)
         """The longest delay a hold queue takes: about 24.8 days."""
@@ -100,12 +106,15 @@ class RabbitMqBackend:
         self._open_runs = OpenRuns("RabbitMqBackend")
 
     @classmethod
-    async def connect(cls, url: str, options: RabbitMqOptions | None = None) -> RabbitMqBackend:
-        """Connect to the broker at ``url``.
+    async def connect(
+        cls, url: str | Sequence[str], options: RabbitMqOptions | None = None
+    ) -> RabbitMqBackend:
+        """Connect to the broker at ``url`` (or to the first of a cluster's URLs that answers).
 
         Raises:
-            BackendError: the broker cannot be reached or refused the login (the message
-                names the URL with its password blanked).
+            ConfigError: a URL is not an AMQP URL.
+            BackendError: no broker can be reached or one refused the login (the message
+                names each URL with its password blanked).
         """
         backend = cls(url, options)
         await backend.open()

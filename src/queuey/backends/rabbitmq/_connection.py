@@ -31,23 +31,21 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractMessage
-from aio_pika.exceptions import AMQPError, ChannelInvalidStateError
+from aio_pika.exceptions import (
+    AMQPError,
+    ChannelInvalidStateError,
+    DeliveryError,
+    PublishError,
+)
 
 from queuey.backends._quiet import demote, templates
 from queuey.backends.rabbitmq._errors import describe, password_of, redact, translated
 from queuey.backends.rabbitmq._options import RabbitMqOptions
-from queuey.errors import (
-    BackendError,
-    BackendUnavailableError,
-    ConfigError,
-    QueueyError,
-    ShutDownError,
-)
-from queuey.secrets import remember
+from queuey.backends.rabbitmq._urls import Brokers, with_heartbeat
+from queuey.errors import BackendError, BackendUnavailableError, QueueyError, ShutDownError
 
 __all__ = ["Link", "Restore", "quiet_driver_logs"]
 
@@ -55,6 +53,7 @@ log = logging.getLogger("queuey.rabbitmq")
 
 T = TypeVar("T")
 _RETRY_PAUSE = 0.05  # seconds between two tries of a publish whose connection died
+_REFUSED_PAUSE = 0.25  # seconds between two tries of a publish the broker refused (nack)
 
 Restore = Callable[[AbstractConnection], Awaitable[None]]
 """Run on every new connection before it is handed out (re-declares the topology)."""
@@ -74,20 +73,20 @@ def quiet_driver_logs() -> None:
 
 
 class Link:
-    """One AMQP connection that comes back after it is lost.
+    """One AMQP connection that comes back after it is lost, to the same broker or, given a
+    cluster's URLs, to the next node that answers.
 
     Args:
-        url: the AMQP URL (may hold a password; never logged).
+        urls: the AMQP URL, or several (see ``Brokers``); passwords are never logged.
         options: timeouts and backoff.
+
+    Raises:
+        ConfigError: a URL is not an AMQP URL.
     """
 
-    def __init__(self, url: str, options: RabbitMqOptions) -> None:
+    def __init__(self, urls: str | Sequence[str], options: RabbitMqOptions) -> None:
         quiet_driver_logs()
-        self.url = url
-        remember(url)
-        self.safe_url = redact(url)
-        _check_url(url)
-        self._password = password_of(url)
+        self.brokers = Brokers(urls)
         self._options = options
         self._connection: AbstractConnection | None = None
         self._ready = asyncio.Event()
@@ -98,6 +97,8 @@ class Link:
         self._declarer: AbstractChannel | None = None
         self._channel_lock = asyncio.Lock()
         self._in_flight: dict[str, asyncio.Event | None] = {}  # by message id
+        self._refused_at = float("-inf")  # loop time of the last negative confirm
+        self._retiring: set[asyncio.Task[None]] = set()  # refused channels closing later
         self.restore: Restore | None = None
         self.generation = 0
 
@@ -105,6 +106,15 @@ class Link:
     def closed(self) -> bool:
         """Whether ``close`` was called."""
         return self._closed
+
+    @property
+    def safe_url(self) -> str:
+        """The URL of the broker in use (or last tried), its password blanked."""
+        return self.brokers.safe_url
+
+    @property
+    def _password(self) -> str | None:
+        return self.brokers.password
 
     async def open(self) -> None:
         """Connect for the first time and start watching the connection.
@@ -122,6 +132,8 @@ class Link:
             return
         self._closed = True
         self._ready.set()  # wake waiters, who then see the link closed
+        for task in list(self._retiring):
+            task.cancel()
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -242,10 +254,7 @@ class Link:
         used = self._connection
         try:
             try:
-                publisher = self._publisher
-                if publisher is None or publisher.is_closed:
-                    publisher = await self._confirm_channel()
-                await publisher.default_exchange.publish(message, routing_key, mandatory=True)
+                await self._publish_until_accepted(routing_key, message)
             except (ConnectionError, ChannelInvalidStateError) as exc:
                 if not _lost(exc, used):
                     raise
@@ -260,6 +269,44 @@ class Link:
             if waiter is not None:
                 waiter.set()
 
+    async def _publish_until_accepted(self, routing_key: str, message: AbstractMessage) -> None:
+        """Publish on the confirm channel; a negative confirm (``basic.nack``) is tried again
+        after a pause, on a new channel, until the caller's deadline. A quorum queue whose
+        leader died refuses publishes until its nodes elect another (seconds), and a channel
+        that published to it while it had no leader keeps being refused after the election
+        (RabbitMQ 3.10), so the refused channel is retired: the messages still in flight on
+        it finish there, new ones go to a new channel."""
+        while True:
+            publisher = self._publisher
+            if publisher is None or publisher.is_closed:
+                publisher = await self._confirm_channel()
+            try:
+                await publisher.default_exchange.publish(message, routing_key, mandatory=True)
+                return
+            except PublishError:
+                raise  # returned unroutable: no such queue (a DeliveryError too)
+            except DeliveryError:
+                self._refused_at = asyncio.get_running_loop().time()
+                log.debug("the broker refused a publish to %r; trying again", routing_key)
+                self._retire(publisher)
+            await asyncio.sleep(_REFUSED_PAUSE)
+
+    def _retire(self, publisher: AbstractChannel) -> None:
+        """Stop publishing on ``publisher`` and close it once what is in flight on it is done
+        (``publish_timeout`` later)."""
+        if self._publisher is not publisher:
+            return  # retired already
+        self._publisher = None
+
+        async def close_later() -> None:
+            await asyncio.sleep(self._publish_timeout)
+            with contextlib.suppress(Exception):
+                await publisher.close()
+
+        task = asyncio.create_task(close_later(), name="queuey-rabbitmq-retire")
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+
     async def _publish_again(self, routing_key: str, message: AbstractMessage) -> None:
         """The connection died under a publish: the broker may have had the message before
         the confirm, and publishing it again is at least once, never lost."""
@@ -268,8 +315,7 @@ class Link:
         await asyncio.sleep(_RETRY_PAUSE)
 
         async def publish() -> None:
-            channel = await self._confirm_channel()
-            await channel.default_exchange.publish(message, routing_key, mandatory=True)
+            await self._publish_until_accepted(routing_key, message)
 
         await self.again_after_reconnecting(publish, what)
 
@@ -305,6 +351,13 @@ class Link:
         """The error of ``what`` not done within ``publish_timeout``: the broker is
         unreachable (or, while reconnecting, not connected)."""
         limit = f"{self._publish_timeout:g}s"
+        refused = asyncio.get_running_loop().time() - self._refused_at < self._publish_timeout
+        if refused and self.connected:
+            return BackendUnavailableError(
+                f"{what}: the broker at {self.safe_url} refused it (negative confirms) for "
+                f"{limit} (publish_timeout): a quorum queue refuses publishes while it has no "
+                "leader (a node died and no majority is left, or an election is under way)"
+            )
         if self.connected:
             why = f"no answer within {limit} (publish_timeout)"
         else:
@@ -329,13 +382,33 @@ class Link:
                 )
             return self._publisher
 
-    async def _connect(self) -> AbstractConnection:
-        url = _with_heartbeat(self.url, int(self._options.heartbeat.total_seconds()))
-        what = f"connecting to {self.safe_url}"
-        with translated(what, self._password):
+    async def _connect(self, after_loss: bool = False) -> AbstractConnection:
+        """Connect to the first URL that answers, in ``Brokers.turn`` order.
+
+        Raises:
+            BackendError: none answered: the one URL's error, or every URL's.
+        """
+        errors: list[BackendError] = []
+        for index in self.brokers.turn(after_loss):
+            try:
+                connection = await self._connect_to(self.brokers.urls[index])
+            except BackendError as exc:
+                errors.append(exc)
+                continue
+            self.brokers.current = index
+            return connection
+        if len(errors) == 1:
+            raise errors[0]
+        raise BackendError(
+            f"none of the {len(errors)} brokers answered: " + "; ".join(map(str, errors))
+        ) from errors[-1]
+
+    async def _connect_to(self, url: str) -> AbstractConnection:
+        what = f"connecting to {redact(url)}"
+        with translated(what, password_of(url)):
             try:
                 return await aio_pika.connect(
-                    url,
+                    with_heartbeat(url, int(self._options.heartbeat.total_seconds())),
                     timeout=self._options.connect_timeout.total_seconds(),
                     client_properties={"connection_name": self._options.connection_name},
                 )
@@ -371,7 +444,7 @@ class Link:
         while not self._closed:
             attempts += 1
             try:
-                connection = await self._connect()
+                connection = await self._connect(after_loss=True)
                 await self._restore(connection)
             except Exception as exc:  # keep trying whatever went wrong; say so at DEBUG
                 log.debug("could not reconnect (%s); next attempt in %.1fs", describe(exc), wait)
@@ -445,32 +518,3 @@ def _lost(exc: Exception, used: AbstractConnection | None) -> bool:
 
 def _alive(connection: AbstractConnection) -> bool:
     return not connection.is_closed and connection.connected.is_set()
-
-
-def _with_heartbeat(url: str, seconds: int) -> str:
-    """``url`` asking for a ``seconds`` heartbeat, unless it already names one."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(key == "heartbeat" for key, _ in query):
-        return url
-    return urlunsplit(parts._replace(query=urlencode([*query, ("heartbeat", str(seconds))])))
-
-
-def _check_url(url: str) -> None:
-    """Refuse a URL the driver would misread, naming it (password masked).
-
-    Raises:
-        ConfigError: not ``amqp://`` or ``amqps://`` with a host.
-    """
-    try:
-        parts = urlsplit(url)
-        valid = (
-            parts.scheme in ("amqp", "amqps")
-            and bool(parts.hostname)
-            and (parts.port is None or parts.port > 0)
-        )
-    except ValueError:
-        valid = False
-    if not valid:
-        shown = redact(url) if "://" in url else "<not a URL>"
-        raise ConfigError(f"AMQP URL {shown!r} is not of the form amqp://user@host:5672/vhost")

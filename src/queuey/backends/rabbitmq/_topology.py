@@ -26,7 +26,11 @@ queue (``x-queue-type`` ``quorum``): the main queue and the hold queues also tak
 rejection moves a message, never drops it when a node dies), and the main queue takes
 ``x-delivery-limit``: a message returned more times than that (its consumer's channel died
 with it unsettled) goes to ``q.dead``. Quorum queues of 3.10 have no ``x-max-priority`` and are
-always durable, so ``check_quorum`` refuses a queue that asks for either.
+always durable, so ``check_quorum`` refuses a queue that asks for either. A quorum hold queue
+lives ``QUORUM_HOLD_GRACE_MS`` longer (``x-expires`` = 2 · ttl_ms + one minute, at most
+``MAX_TTL_MS``): a quorum queue expires its messages on a timer of its Raft leader, which a busy
+node runs late, and a hold queue deleted before it has moved its expired messages on would lose
+them.
 
 Hold queues serve retries, ``enqueue_after`` and deferrals alike, so a long delay never blocks
 a short one (each queue holds messages of a single TTL, which therefore expire in order).
@@ -59,6 +63,7 @@ __all__ = [
     "MAX_HOLD_MS",
     "MAX_NAME_BYTES",
     "MAX_TTL_MS",
+    "QUORUM_HOLD_GRACE_MS",
     "TOPIC_PREFIX",
     "Quorum",
     "broker_name",
@@ -82,6 +87,8 @@ MAX_HOLD_MS = 2_147_483_647
 """The longest hold, in milliseconds: ``x-expires`` (2 · TTL) must fit in 32 bits unsigned."""
 MAX_TTL_MS = 4_294_967_295
 """The longest ``x-message-ttl`` RabbitMQ accepts, in milliseconds."""
+QUORUM_HOLD_GRACE_MS = 60_000
+"""How much longer than twice its TTL a quorum hold queue outlives its last declaration."""
 MAX_NAME_BYTES = 255
 """AMQP's limit on a queue name (a short string), in bytes."""
 
@@ -267,4 +274,5 @@ def hold_arguments(base: str, ttl: int, quorum: Quorum | None = None) -> Argumen
     }
     if quorum is not None:
         arguments.update(_AT_LEAST_ONCE)
+        arguments["x-expires"] = min(MAX_TTL_MS, 2 * ttl + QUORUM_HOLD_GRACE_MS)
     return arguments
