@@ -11,6 +11,7 @@ __all__ = ["MEASUREMENTS", "SYSTEMS", "UNITS", "Plan", "Run", "summarise"]
 
 SYSTEMS = (
     "queuey-postgres",
+    "queuey-postgres-batch",
     "queuey-rabbitmq",
     "pgqueuer",
     "procrastinate",

@@ -113,6 +113,20 @@ def targets(runs: list[Run]) -> list[Target]:
         ),
         lambda: _ratio_target(
             m,
+            "PostgreSQL batch-handler drain (batch 100) ≥ 3x the single-job drain",
+            ("queuey-postgres-batch", "drain"),
+            (pg, "drain"),
+            3,
+        ),
+        lambda: _ratio_target(
+            m,
+            "PostgreSQL batch-handler drain (batch 100) ≥ 50% of the bare loop",
+            ("queuey-postgres-batch", "drain"),
+            ("bare-loop", "drain"),
+            0.5,
+        ),
+        lambda: _ratio_target(
+            m,
             "bulk enqueue ≥ 2x PgQueuer's",
             (pg, "enqueue_bulk"),
             ("pgqueuer", "enqueue_bulk"),

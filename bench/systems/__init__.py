@@ -19,6 +19,7 @@ __all__ = ["MODULES", "Bench", "Scaled", "SharedCount", "Tally", "Timed", "load"
 
 MODULES = {
     "queuey-postgres": "bench.systems.queuey_postgres",
+    "queuey-postgres-batch": "bench.systems.queuey_postgres_batch",
     "queuey-rabbitmq": "bench.systems.queuey_rabbitmq",
     "pgqueuer": "bench.systems.pgqueuer_postgres",
     "procrastinate": "bench.systems.procrastinate_postgres",

@@ -18,8 +18,6 @@ from queuey.backends.postgres import PostgresBackend, migrate
 __all__ = ["BenchQueues", "make"]
 
 SCHEMA = f"bench_queuey{SUFFIX}"
-CHANNEL = f"bench_queuey{SUFFIX}"
-_TABLE = sql.Identifier(SCHEMA, "queue_message")
 _DONE = sql.SQL(
     "INSERT INTO {} (id, kind, queue, job_type, status, attempts, payload, enqueued_at_ms,"
     " available_at, claimed_at, processed_at, created_at)"
@@ -28,21 +26,23 @@ _DONE = sql.SQL(
     " FROM (SELECT now() - interval '1 day' + g * interval '50 ms' AS at,"
     " (extract(epoch FROM now() - interval '1 day') * 1000)::bigint + g * 50 AS at_ms"
     " FROM generate_series(1, %(rows)s) AS g) AS s"
-).format(_TABLE)
+)
 """Jobs run over the last day, as ``ack`` leaves them (``done``, lease and owner cleared)."""
 _LATER = sql.SQL(
     "INSERT INTO {} (id, kind, queue, job_type, payload, enqueued_at_ms, available_at)"
     " SELECT gen_random_uuid(), 'job', %(queue)s, 'bench.Noop', '{{\"t\": 0}}',"
     " (extract(epoch FROM now()) * 1000)::bigint, now() + interval '1 hour'"
     " FROM generate_series(1, %(rows)s)"
-).format(_TABLE)
+)
 """Jobs enqueued with a delay of an hour (``pending``, ``available_at`` ahead)."""
 
 
 class QueueyPostgres(QueueyBench):
-    """The ``Bench`` of queuey on PostgreSQL."""
+    """The ``Bench`` of queuey on PostgreSQL, in ``schema`` (and a NOTIFY channel of that
+    name)."""
 
-    def __init__(self) -> None:
+    def __init__(self, schema: str = SCHEMA) -> None:
+        self.schema = schema
         self.settings: dict[str, Any] = {
             "driver": "psycopg 3 (pool)",
             "prefetch": PREFETCH,
@@ -53,27 +53,28 @@ class QueueyPostgres(QueueyBench):
         }
 
     def open_backend(self) -> AbstractAsyncContextManager[Backend]:
-        return PostgresBackend(DATABASE_URL, schema=SCHEMA, channel=CHANNEL, retain=None)
+        return PostgresBackend(DATABASE_URL, schema=self.schema, channel=self.schema, retain=None)
 
     async def purge(self, backend: Backend) -> None:
         assert isinstance(backend, PostgresBackend)
         await backend.purge([BenchQueues.noop.name])
 
     async def setup(self) -> None:
-        await drop_schema(SCHEMA)
-        await migrate(DATABASE_URL, schema=SCHEMA)
+        await drop_schema(self.schema)
+        await migrate(DATABASE_URL, schema=self.schema)
 
     async def teardown(self) -> None:
-        await drop_schema(SCHEMA)
+        await drop_schema(self.schema)
 
     async def fill(self, done: int, later: int) -> None:
+        table = sql.Identifier(self.schema, "queue_message")
         async with await psycopg.AsyncConnection.connect(DATABASE_URL, autocommit=True) as conn:
-            await conn.execute(sql.SQL("TRUNCATE {}").format(_TABLE))
+            await conn.execute(sql.SQL("TRUNCATE {}").format(table))
             queue = BenchQueues.noop.name
             for statement, rows in ((_DONE, done), (_LATER, later)):
                 if rows:
-                    await conn.execute(statement, {"queue": queue, "rows": rows})
-            await conn.execute(sql.SQL("VACUUM ANALYZE {}").format(_TABLE))
+                    await conn.execute(statement.format(table), {"queue": queue, "rows": rows})
+            await conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
 
 
 def make() -> QueueyPostgres:
