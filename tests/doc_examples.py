@@ -23,6 +23,7 @@ IN_MEMORY = (
     "from_celery",
     "results",
     "batch_handlers",
+    "flow_limits",
 )
 """Run by ``tests/unit/test_docs_examples.py`` under virtual time."""
 

@@ -24,6 +24,7 @@ BELOW_BACKENDS = frozenset(
         "queuey._validation",
         "queuey.secrets",
         "queuey.unique",
+        "queuey.limits",
         "queuey.schedule",
         "queuey.progress",
         "queuey.backends.base",

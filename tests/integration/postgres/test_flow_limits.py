@@ -24,6 +24,7 @@ class FlowQueues(QueueSet, prefix="flow"):
     capped = Queue(prefetch=16)
     rated = Queue(prefetch=16, limits=[RateLimit(4, per="1s", by="tenant")])
     fair = Queue(prefetch=4, limits=[Concurrency(1, by="tenant")])
+    paced = Queue(prefetch=16)
 
 
 class Capped(Job[FlowQueues], queue=FlowQueues.capped, name="flow.Capped",
@@ -141,3 +142,27 @@ async def test_keys_take_turns(backend: PostgresBackend) -> None:
     assert all(order.index(t) < [i for i, x in enumerate(order) if x == "a"][2] for t in "bcd"), (
         order
     )
+
+
+class Paced(Job[FlowQueues], queue=FlowQueues.paced, name="flow.Paced",
+            limits=[RateLimit(5, per="1s")]):  # fmt: skip
+    n: int
+
+
+async def test_a_claim_that_fills_a_window_wakes_when_it_frees(backend: PostgresBackend) -> None:
+    """A claim that takes a key's whole room (none held before it) says when that room comes
+    back, so the worker does not wait for the poll (5 s here) between windows."""
+    worker = Worker(FlowQueues, backend, queues=[FlowQueues.paced], concurrency=16)
+    starts: list[float] = []
+    done = asyncio.Event()
+
+    @worker.handler(Paced)
+    async def handle(job: Paced, ctx: JobContext) -> None:
+        starts.append(time.monotonic())
+        if len(starts) == 15:
+            done.set()
+
+    producer = await Producer.create(FlowQueues, backend)
+    await producer.enqueue_many([Paced(n=n) for n in range(15)])
+    await drain(worker, done, 30)
+    assert 1.9 <= starts[-1] - starts[0] < 4.5, [round(s - starts[0], 2) for s in starts]

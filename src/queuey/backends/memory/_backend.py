@@ -148,9 +148,10 @@ class MemoryBackend:
         return self._store.cancel(job_id)
 
     def consumer(self, queue: QueueConfig) -> MemoryConsumer:
-        """A consumer honouring ``queue.prefetch`` as unsettled deliveries."""
+        """A consumer honouring ``queue.prefetch`` as unsettled deliveries, and
+        ``queue.limits`` (flow limits, in this process, on the loop's clock)."""
         state = self._queue(queue.name, queue.kind)
-        return MemoryConsumer(self._store, state, queue.prefetch, queue.job_types)
+        return MemoryConsumer(self._store, state, queue.prefetch, queue.job_types, queue.limits)
 
     async def count_pending(self, queue: str, kind: Kind = "job") -> int:
         """Same as ``pending(queue)``."""

@@ -13,13 +13,16 @@ import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
+from functools import partial
 from typing import Any, Protocol
 
 from queuey.attempts import AttemptError
 from queuey.backends.base import Delivery
+from queuey.backends.memory._flow import Holds
 from queuey.backends.memory._store import QueueState, Store, now
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, NotSupportedError
+from queuey.limits import LimitSpec
 from queuey.progress import Progress
 from queuey.unique import State
 
@@ -182,6 +185,9 @@ class MemoryConsumer:
         queue: the queue to consume.
         prefetch: how many deliveries may be out at once.
         job_types: hand out only these job types (``None``: every one).
+        limits: the flow limits of the queue and its job types (``queuey.limits``): a job is
+            handed out only while each has room for its key; otherwise the consumer sleeps
+            until the next one may start.
     """
 
     def __init__(
@@ -190,8 +196,11 @@ class MemoryConsumer:
         queue: QueueState,
         prefetch: int,
         job_types: tuple[str, ...] | None = None,
+        limits: tuple[LimitSpec, ...] = (),
     ) -> None:
         self._store = store
+        self._limits = limits
+        self._timer: asyncio.TimerHandle | None = None
         self._job_types = None if job_types is None else frozenset(job_types)
         self._queue = queue
         self._slots = prefetch
@@ -219,26 +228,34 @@ class MemoryConsumer:
                 self._slots -= 1
                 store.handed_out(envelope)
                 store.track(envelope, "running", ran=True)
-                return MemoryDelivery(store, self._queue, envelope, self._release)
+                holds = self._queue.flow.start(self._limits, envelope, now())
+                release = partial(self._release, holds)
+                return MemoryDelivery(store, self._queue, envelope, release)
             await self._wait()
         return None
 
     async def stop(self) -> None:
         """Hand out nothing more; ``next`` returns ``None``."""
         self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
         if self._unwatch is not None:
             self._unwatch()
         self._wake.set()
 
-    def _release(self) -> None:
+    def _release(self, holds: Holds) -> None:
         self._slots += 1
         self._store.settled()
         self._wake.set()
+        if holds:  # another consumer of the queue may be waiting for these shares
+            self._queue.flow.end(holds)
+            self._queue.changed.set()
 
     def _take(self) -> Envelope | None:
         wanted = self._job_types
         pending = self._queue.pending
         index = 0
+        soonest: float | None = None  # when a job held back by a rate window may start
         while index < len(pending):
             item = pending[index]
             if item.expires_at is not None and now() > item.expires_at:
@@ -248,11 +265,22 @@ class MemoryConsumer:
             elif (
                 wanted is None or item.envelope.job_type in wanted
             ) and not self._store.keys.held_back(item.envelope.job_id):
-                del pending[index]
-                return item.envelope
+                wait = self._queue.flow.wait(self._limits, item.envelope, now())
+                if wait is None:
+                    del pending[index]
+                    return item.envelope
+                soonest = wait if soonest is None else min(soonest, wait)
+                index += 1  # its key is full under a flow limit: it is not taken yet
             else:
                 index += 1  # another consumer's job type, or a successor waiting: leave it
+        if soonest is not None and soonest != float("inf"):
+            self._wake_after(soonest)
         return None
+
+    def _wake_after(self, seconds: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_later(max(seconds, 0.0), self._wake.set)
 
     async def _wait(self) -> None:
         self._queue.changed.clear()

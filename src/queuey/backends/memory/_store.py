@@ -24,6 +24,7 @@ from queuey.attempts import MAX_ATTEMPT_ERRORS, AttemptError
 from queuey.backends._runs import OpenRuns
 from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, Progress, QueueDepth
 from queuey.backends.memory._ends import TERMINAL, Ends
+from queuey.backends.memory._flow import Flow
 from queuey.backends.memory._keys import Keys, WallClock, superseded
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
@@ -110,6 +111,7 @@ class QueueState:
     dead: list[tuple[Envelope, str]] = field(default_factory=list)
     cancelled: list[Envelope] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    flow: Flow = field(default_factory=Flow)
 
 
 @dataclass

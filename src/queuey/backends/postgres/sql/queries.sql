@@ -314,8 +314,9 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(kind)s || ':' || %(queue)s, 29))
 -- and starts older than the queue's longest window (%(horizon)s seconds) are deleted.
 --
 -- due_in (on a short claim): seconds until the next row may start: the next row scheduled for
--- later, the first start of a full rate window leaving it, or %(recheck)s while a concurrency
--- cap is full (a completion in another process sends no notification), whichever is first.
+-- later; for a key with more rows waiting than room, when the oldest start in its window
+-- (this claim's, if none before) leaves it, or %(recheck)s under a concurrency cap (a
+-- completion in another process sends no notification); whichever is first.
 -- Otherwise as claim (suspects claimed alone, unique keys, a paused queue yields nothing).
 WITH RECURSIVE priorities (priority, available_at, seq) AS (
     (SELECT priority, available_at, seq FROM {table}
@@ -362,8 +363,10 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
     WHERE r.status = 'running' AND r.kind = %(kind)s AND r.queue = %(queue)s
     GROUP BY 1, 2
 ), room AS MATERIALIZED (
-    SELECT k.n, k.key, k.per, k.cap - coalesce(run.held, 0) - st.held AS room, st.first
-    FROM (SELECT DISTINCT n, key, cap, per, ledger FROM keyed) AS k
+    SELECT k.n, k.key, k.per, k.cap - coalesce(run.held, 0) - st.held AS room, st.first,
+           k.waiting
+    FROM (SELECT n, key, cap, per, ledger, count(*) AS waiting
+          FROM keyed GROUP BY n, key, cap, per, ledger) AS k
     LEFT JOIN running AS run ON k.per IS NULL AND run.n = k.n AND run.key = k.key
     CROSS JOIN LATERAL (
         SELECT count(*) AS held, min(s.started_at) AS first FROM {flow_starts} AS s
@@ -434,11 +437,12 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
                        AND (%(job_types)s::text[] IS NULL OR t.job_type = ANY(%(job_types)s::text[]))
                      ORDER BY t.available_at LIMIT 1)) - now())::float8
                 FROM priorities AS p),
-               (SELECT extract(epoch FROM min(r.first + make_interval(secs => r.per))
-                               - (SELECT t FROM clock))::float8
-                FROM room AS r WHERE r.per IS NOT NULL AND r.room <= 0),
-               (SELECT %(recheck)s::float8 FROM room AS r WHERE r.per IS NULL AND r.room <= 0
-                LIMIT 1))
+               (SELECT extract(epoch FROM min(coalesce(r.first, c.t)
+                                              + make_interval(secs => r.per)) - min(c.t))::float8
+                FROM room AS r CROSS JOIN clock AS c
+                WHERE r.per IS NOT NULL AND r.waiting > r.room),
+               (SELECT %(recheck)s::float8 FROM room AS r
+                WHERE r.per IS NULL AND r.waiting > r.room LIMIT 1))
            END AS due_in,
            set_config('synchronous_commit', 'off', true) AS relaxed
 )
