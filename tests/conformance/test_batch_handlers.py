@@ -5,9 +5,12 @@ item."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import Counter
 from typing import Any
+
+import pytest
 
 from queuey import (
     BatchContext,
@@ -140,3 +143,39 @@ async def test_a_malformed_return_fails_every_item(backend: Backend) -> None:
     assert stats.retried == 3 and stats.succeeded == 0
     reason = worker.dead_letters[-1][1]
     assert "returned a list of" in reason and "one entry per job" in reason
+
+
+async def test_a_job_cancelled_while_its_batch_runs_ends_cancelled(backend: Backend) -> None:
+    if type(backend).__name__ == "RabbitMqBackend":
+        pytest.skip("RabbitMQ cannot reach a running job")
+    queues, Item = kit()
+    producer = await Producer.create(queues, backend)
+    ids = [await producer.enqueue(Item(label=f"j{n}")) for n in range(3)]
+    worker = Worker(queues, backend, concurrency=30, cancel_grace="200ms")
+    started = asyncio.Event()
+    ended: list[list[bool]] = []
+
+    @worker.batch_handler(Item, size=3, wait="2s")
+    async def handle(jobs: list[Any], ctx: BatchContext) -> None:
+        started.set()
+        target = next(c for c in ctx.jobs if c.job_id == ids[1])
+        await target.cancellation()  # the batch goes on past the cancel grace
+        await asyncio.sleep(0.5)
+        ended.append([c.cancelled for c in ctx.jobs])
+
+    running = asyncio.create_task(worker.run())
+    stats = worker.stats[queues.work.name]
+    try:
+        await asyncio.wait_for(started.wait(), 10)
+        assert await producer.cancel(ids[1]) == "requested"
+        async with asyncio.timeout(10):
+            while stats.succeeded + stats.cancelled < 3:
+                assert ended or not stats.cancelled  # not ended before its batch returned
+                await asyncio.sleep(0.01)
+    finally:
+        worker.shutdown()
+        await running
+    assert len(ended) == 1  # the batch ran to its end before the cancelled job ended
+    assert (stats.succeeded, stats.cancelled, stats.retried, stats.dead) == (2, 1, 0, 0)
+    assert worker.settle_failures == 0
+    assert await backend.count_pending(queues.work.name) == 0
