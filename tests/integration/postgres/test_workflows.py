@@ -135,3 +135,37 @@ async def test_a_step_feeding_another_must_declare_a_result(
             await producer.enqueue_workflow(group(flow, flow).then(Sum.from_counts))
         with pytest.raises(ConfigError, match="not a classmethod of a job class"):
             chain(Count(text="a"), lambda n: Double(n=n))
+
+
+async def expire(backend: PostgresBackend, url: str, schema: str, job_id: str) -> None:
+    """The worker running ``job_id`` is lost: its lease expires and the sweep reclaims it."""
+    query = sql.SQL("UPDATE {} SET lease_until = now() - interval '1 second' WHERE id = %s")
+    await execute(url, query.format(table(schema)), job_id)
+    await backend.sweep()
+
+
+async def test_a_step_lost_for_good_fails_its_workflow_or_reaches_a_partial_fan_in(
+    database_url: str, pg_schema: str
+) -> None:
+    async with PostgresBackend(database_url, schema=pg_schema, max_redeliveries=1) as backend:
+        producer = await Producer.create(FlowQueues, backend)
+        consumer = backend.consumer(FlowQueues.steps.config)
+        failing = await producer.enqueue_workflow(chain(Count(text="a"), Double.from_count))
+        lost = await consumer.next()
+        assert lost is not None
+        await expire(backend, database_url, pg_schema, lost.envelope.job_id)
+        with pytest.raises(JobFailedError, match=f"step {lost.envelope.job_id} failed: worker"):
+            await failing.result(timeout=10)
+        partial = await producer.enqueue_workflow(
+            group(Count(text="a"), Count(text="bb")).then_partial(Sum.from_some)
+        )
+        first, second = await consumer.next(), await consumer.next()
+        assert first is not None and second is not None
+        await expire(backend, database_url, pg_schema, first.envelope.job_id)
+        await second.ack("2")
+        fan_in = await consumer.next()
+        assert fan_in is not None and fan_in.envelope.job_id == partial.job_id
+        inputs = fan_in.envelope.payload["__queuey_step__"]["inputs"]
+        assert len(inputs) == 2 and 2 in inputs
+        (failure,) = [i for i in inputs if i != 2]
+        assert failure["queuey_failed"]["job_id"] == first.envelope.job_id

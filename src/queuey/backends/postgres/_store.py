@@ -523,7 +523,7 @@ class Store:
     async def reclaim(self, max_redeliveries: int) -> list[Reclaimed]:
         """``reclaim``: rows whose lease expired back to pending (failed once they lost
         ``max_redeliveries`` leases)."""
-        params = {"max_redeliveries": max_redeliveries}
+        params = {"max_redeliveries": max_redeliveries, "channel": self.channel}
         return await self._fetch("reclaim", params, class_row(Reclaimed), BACKGROUND_TIMEOUT)
 
     async def expire(self) -> int:

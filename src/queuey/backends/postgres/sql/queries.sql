@@ -773,7 +773,7 @@ WITH expired AS (
     FROM {table} AS m
     WHERE m.status = 'running' AND m.lease_until < now()
     FOR UPDATE OF m SKIP LOCKED
-)
+), reclaimed AS (
 UPDATE {table} AS m
 SET redeliveries = m.redeliveries + CASE WHEN e.asked THEN 0 ELSE 1 END,
     status = CASE WHEN e.asked THEN 'cancelled' WHEN e.spent THEN 'failed'
@@ -795,7 +795,50 @@ SET redeliveries = m.redeliveries + CASE WHEN e.asked THEN 0 ELSE 1 END,
                       ELSE m.unique_kept END
 FROM expired AS e
 WHERE m.id = e.id
-RETURNING m.id::text AS id, m.status;
+RETURNING m.id, m.status, m.workflow, m.error
+), gone AS (
+    -- A workflow step (migration 0014) that ended here failed or cancelled: as dead_letter
+    -- says, its children under a partial fan-in get its error and one parent less (released
+    -- at zero); a child that fails with it fails its workflow's waiting steps.
+    SELECT id, workflow, error FROM reclaimed
+    WHERE workflow IS NOT NULL AND status IN ('failed', 'cancelled')
+), fed AS (
+    SELECT e.child, e.policy, gone.workflow, count(*)::int AS n,
+           jsonb_object_agg(e.position::text, jsonb_build_object('queuey_failed',
+               jsonb_build_object('job_id', gone.id::text, 'error', gone.error))) AS inputs,
+           min(gone.id::text) AS first_failed, min(gone.error) AS first_error
+    FROM gone JOIN {workflow_edges} AS e ON e.parent = gone.id
+    GROUP BY e.child, e.policy, gone.workflow
+), unlinked AS (
+    DELETE FROM {workflow_edges} AS e USING gone WHERE e.parent = gone.id
+), failing AS (
+    SELECT workflow, min(first_failed) AS step, min(first_error) AS error
+    FROM fed WHERE policy = 'fail' GROUP BY workflow
+), failed_steps AS (
+    UPDATE {table} AS c
+    SET status = 'failed', processed_at = now(),
+        error = 'workflow failed: step ' || failing.step || ' failed: ' || failing.error
+    FROM failing
+    WHERE c.workflow = failing.workflow AND c.status = 'waiting'
+), released AS (
+    UPDATE {table} AS c
+    SET parents_left = c.parents_left - fed.n,
+        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
+        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
+        available_at = now(),
+        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
+            '__queuey_step__', c.step || jsonb_build_object('inputs', (
+                SELECT jsonb_agg(x.value ORDER BY x.key::int)
+                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
+    FROM fed
+    WHERE c.id = fed.child AND c.status = 'waiting' AND fed.policy = 'partial'
+      AND fed.workflow NOT IN (SELECT workflow FROM failing)
+    RETURNING c.queue, c.status
+), ready AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
+)
+SELECT id::text AS id, status FROM reclaimed WHERE (SELECT count(*) FROM ready) >= 0;
 
 -- name: expire
 -- Pending rows past their queue's message TTL are dead-lettered, never dropped.
