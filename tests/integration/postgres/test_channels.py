@@ -110,12 +110,13 @@ async def test_apps_sharing_a_schema_are_woken_only_by_their_own_publishes(
 
     assert dict(wakes.counts) == expected
     assert backends["default"].listener is not None
-    cancel = f"{pg_schema}_cancel"  # and the schema's cancellations, which wake nobody
-    assert backends["default"].listener.channels == ("queuey_queue", cancel)
+    # and the schema's cancellations and ended jobs (for awaited results), which wake nobody
+    cancel, ended = f"{pg_schema}_cancel", f"{pg_schema}_results"
+    assert backends["default"].listener.channels == ("queuey_queue", cancel, ended)
     assert backends["shop"].listener is not None
-    assert backends["shop"].listener.channels == (own_app.channel(), cancel)
+    assert backends["shop"].listener.channels == (own_app.channel(), cancel, ended)
     assert typed.listener is not None
-    assert typed.listener.channels == (f"{pg_schema}_jobs", cancel)
+    assert typed.listener.channels == (f"{pg_schema}_jobs", cancel, ended)
     for name, count in expected.items():  # each publish reached the consumer it woke
         deliveries = [await consumers[name].next() for _ in range(count)]
         assert all(d is not None and d.envelope.queue == topic for d in deliveries)
