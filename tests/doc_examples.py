@@ -36,6 +36,7 @@ ON_POSTGRES = (
     "postgres_operations",
     "many_workers",
     "from_procrastinate",
+    "workflows",
 )
 """Run by ``tests/integration/postgres/test_docs_examples.py`` in a schema of their own."""
 

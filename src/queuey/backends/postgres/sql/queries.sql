@@ -597,7 +597,7 @@ RETURNING status, (SELECT id::text FROM rival) AS rival;
 -- attempt's error added to the row's errors (as in reschedule); a unique key is released
 -- unless failed is a refused state (a debounced job wakes its queue, as ack says). Returns the
 -- row dead-lettered.
-WITH dead AS (
+WITH RECURSIVE dead AS (
     UPDATE {table}
     SET status = 'failed', error = %(reason)s, processed_at = now(), claimed_by = NULL,
         lease_until = NULL,
@@ -612,37 +612,52 @@ WITH dead AS (
     RETURNING id, queue, unique_states, workflow
 ), woke AS (
     SELECT pg_notify(%(channel)s, queue) FROM dead WHERE unique_states & 30 = 18
+), gone AS (
+    -- A workflow step (migration 0014) failed for good.
+    SELECT id, workflow, %(reason)s::text AS error FROM dead WHERE workflow IS NOT NULL
+), doomed AS (
+    -- Every step downstream of an ended one through edges that fail with it (a chain link, a
+    -- fan-in under "then"), transitively: it will never run, so it ends failed now.
+    SELECT e.child AS id, gone.id AS cause, gone.error
+    FROM gone JOIN {workflow_edges} AS e ON e.parent = gone.id
+    WHERE e.policy = 'fail'
+    UNION
+    SELECT e.child, d.cause, d.error
+    FROM doomed AS d JOIN {workflow_edges} AS e ON e.parent = d.id
+    WHERE e.policy = 'fail'
+), ended AS (
+    SELECT id, error FROM gone
+    UNION
+    SELECT id, 'step ' || min(cause::text) || ' failed: ' || min(error) FROM doomed GROUP BY id
 ), fed AS (
-    -- A workflow step (migration 0014) that failed for good: a child whose fan-in runs with
-    -- partial results gets the error at its position and one parent less (released at zero,
-    -- as in ack_results); a child that fails with it fails the whole workflow: every step of
-    -- it still waiting ends failed, naming this one.
-    SELECT e.child, e.policy, jsonb_build_object(e.position::text, jsonb_build_object(
-               'queuey_failed', jsonb_build_object('job_id', dead.id::text,
-                                                   'error', %(reason)s::text))) AS inputs
-    FROM dead JOIN {workflow_edges} AS e ON e.parent = dead.id
+    -- Their children under a fan-in run with partial results ("then_partial") get the error at
+    -- its position and one parent less (released at zero, as in ack_results).
+    SELECT e.child, count(*)::int AS n,
+           jsonb_object_agg(e.position::text, jsonb_build_object('queuey_failed',
+               jsonb_build_object('job_id', ended.id::text, 'error', ended.error))) AS inputs
+    FROM ended JOIN {workflow_edges} AS e ON e.parent = ended.id
+    WHERE e.policy = 'partial'
+    GROUP BY e.child
 ), unlinked AS (
-    DELETE FROM {workflow_edges} AS e USING dead WHERE e.parent = dead.id
+    DELETE FROM {workflow_edges} AS e USING ended WHERE e.parent = ended.id
 ), failed_steps AS (
     UPDATE {table} AS c
     SET status = 'failed', processed_at = now(),
-        error = 'workflow failed: step ' || dead.id::text || ' failed: ' || %(reason)s::text
-    FROM dead
-    WHERE c.workflow = dead.workflow AND c.status = 'waiting'
-      AND EXISTS (SELECT 1 FROM fed WHERE fed.policy = 'fail')
+        error = 'workflow failed: step ' || d.cause::text || ' failed: ' || d.error
+    FROM (SELECT DISTINCT ON (id) id, cause, error FROM doomed ORDER BY id, cause) AS d
+    WHERE c.id = d.id AND c.status = 'waiting'
 ), released AS (
     UPDATE {table} AS c
-    SET parents_left = c.parents_left - 1,
+    SET parents_left = c.parents_left - fed.n,
         inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
-        status = CASE WHEN c.parents_left - 1 <= 0 THEN 'pending' ELSE 'waiting' END,
+        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
         available_at = now(),
-        payload = CASE WHEN c.parents_left - 1 > 0 THEN c.payload ELSE json_build_object(
+        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
             '__queuey_step__', c.step || jsonb_build_object('inputs', (
                 SELECT jsonb_agg(x.value ORDER BY x.key::int)
                 FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
     FROM fed
     WHERE c.id = fed.child AND c.status = 'waiting'
-      AND NOT EXISTS (SELECT 1 FROM fed WHERE fed.policy = 'fail')
     RETURNING c.queue, c.status
 ), ready AS (
     SELECT pg_notify(%(channel)s, q.queue)
@@ -765,7 +780,7 @@ RETURNING m.id::text AS id, m.cancel_requested_at IS NOT NULL AS cancel_requeste
 -- a unique job takes its key back, or ends cancelled when a newer job holds it (as reschedule
 -- says); failed releases it unless failed is a refused state. A row whose cancel was asked for
 -- ends cancelled (its worker is gone, so is its run).
-WITH expired AS (
+WITH RECURSIVE expired AS (
     SELECT m.id, m.cancel_requested_at IS NOT NULL AS asked,
            m.redeliveries + 1 >= %(max_redeliveries)s AS spent,
            (SELECT h.id FROM {table} AS h
@@ -799,27 +814,40 @@ RETURNING m.id, m.status, m.workflow, m.error
 ), gone AS (
     -- A workflow step (migration 0014) that ended here failed or cancelled: as dead_letter
     -- says, its children under a partial fan-in get its error and one parent less (released
-    -- at zero); a child that fails with it fails its workflow's waiting steps.
+    -- at zero); the steps that fail with it end failed.
     SELECT id, workflow, error FROM reclaimed
     WHERE workflow IS NOT NULL AND status IN ('failed', 'cancelled')
-), fed AS (
-    SELECT e.child, e.policy, gone.workflow, count(*)::int AS n,
-           jsonb_object_agg(e.position::text, jsonb_build_object('queuey_failed',
-               jsonb_build_object('job_id', gone.id::text, 'error', gone.error))) AS inputs,
-           min(gone.id::text) AS first_failed, min(gone.error) AS first_error
+), doomed AS (
+    -- Every step downstream of an ended one through edges that fail with it (a chain link, a
+    -- fan-in under "then"), transitively: it will never run, so it ends failed now.
+    SELECT e.child AS id, gone.id AS cause, gone.error
     FROM gone JOIN {workflow_edges} AS e ON e.parent = gone.id
-    GROUP BY e.child, e.policy, gone.workflow
+    WHERE e.policy = 'fail'
+    UNION
+    SELECT e.child, d.cause, d.error
+    FROM doomed AS d JOIN {workflow_edges} AS e ON e.parent = d.id
+    WHERE e.policy = 'fail'
+), ended AS (
+    SELECT id, error FROM gone
+    UNION
+    SELECT id, 'step ' || min(cause::text) || ' failed: ' || min(error) FROM doomed GROUP BY id
+), fed AS (
+    -- Their children under a fan-in run with partial results ("then_partial") get the error at
+    -- its position and one parent less (released at zero, as in ack_results).
+    SELECT e.child, count(*)::int AS n,
+           jsonb_object_agg(e.position::text, jsonb_build_object('queuey_failed',
+               jsonb_build_object('job_id', ended.id::text, 'error', ended.error))) AS inputs
+    FROM ended JOIN {workflow_edges} AS e ON e.parent = ended.id
+    WHERE e.policy = 'partial'
+    GROUP BY e.child
 ), unlinked AS (
-    DELETE FROM {workflow_edges} AS e USING gone WHERE e.parent = gone.id
-), failing AS (
-    SELECT workflow, min(first_failed) AS step, min(first_error) AS error
-    FROM fed WHERE policy = 'fail' GROUP BY workflow
+    DELETE FROM {workflow_edges} AS e USING ended WHERE e.parent = ended.id
 ), failed_steps AS (
     UPDATE {table} AS c
     SET status = 'failed', processed_at = now(),
-        error = 'workflow failed: step ' || failing.step || ' failed: ' || failing.error
-    FROM failing
-    WHERE c.workflow = failing.workflow AND c.status = 'waiting'
+        error = 'workflow failed: step ' || d.cause::text || ' failed: ' || d.error
+    FROM (SELECT DISTINCT ON (id) id, cause, error FROM doomed ORDER BY id, cause) AS d
+    WHERE c.id = d.id AND c.status = 'waiting'
 ), released AS (
     UPDATE {table} AS c
     SET parents_left = c.parents_left - fed.n,
@@ -831,8 +859,7 @@ RETURNING m.id, m.status, m.workflow, m.error
                 SELECT jsonb_agg(x.value ORDER BY x.key::int)
                 FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
     FROM fed
-    WHERE c.id = fed.child AND c.status = 'waiting' AND fed.policy = 'partial'
-      AND fed.workflow NOT IN (SELECT workflow FROM failing)
+    WHERE c.id = fed.child AND c.status = 'waiting'
     RETURNING c.queue, c.status
 ), ready AS (
     SELECT pg_notify(%(channel)s, q.queue)
