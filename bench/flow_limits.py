@@ -60,7 +60,7 @@ class Capped(Job[FlowBench], queue=FlowBench.capped, name="flowbench.Capped"):
 
 async def worker_main(url: str, schema: str) -> None:
     """One worker process: records each run's start and end (database clock)."""
-    backend = await PostgresBackend.connect(url, schema=schema, lease="2s", poll_interval="1s")
+    backend = await PostgresBackend.connect(url, schema=schema, lease="10s", poll_interval="1s")
     runs = sql.Identifier(schema, "runs")
     insert = sql.SQL(
         "INSERT INTO {} VALUES (%s, %s, clock_timestamp(), NULL) RETURNING ctid"

@@ -11,7 +11,7 @@ from queuey.limits import LimitSpec
 
 __all__ = ["CONCURRENCY_RECHECK", "SCAN", "limited_claim"]
 
-SCAN = 1000
+SCAN = 200
 """How many of a limited queue's oldest due rows a claim considers (in claim order)."""
 CONCURRENCY_RECHECK = 0.2
 """Seconds after which a claim held back by a full concurrency cap looks again: a completion

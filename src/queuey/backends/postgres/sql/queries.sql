@@ -379,11 +379,14 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
            row_number() OVER (PARTITION BY k.n, k.key
                               ORDER BY k.priority DESC, k.available_at, k.seq) AS turn
     FROM keyed AS k JOIN room AS r ON r.n = k.n AND r.key = k.key
+), verdict AS (
+    SELECT x.id, max(x.turn) FILTER (WHERE x.by_key) AS turn,
+           bool_or(x.by_key AND x.turn > x.room) AS blocked
+    FROM ranked AS x GROUP BY x.id
 ), keyed_ok AS MATERIALIZED (
-    SELECT c.*, coalesce((SELECT max(x.turn) FROM ranked AS x
-                          WHERE x.id = c.id AND x.by_key), 1) AS turn
-    FROM cand AS c
-    WHERE NOT EXISTS (SELECT 1 FROM ranked AS x WHERE x.id = c.id AND x.by_key AND x.turn > x.room)
+    SELECT c.*, coalesce(v.turn, 1) AS turn
+    FROM cand AS c LEFT JOIN verdict AS v ON v.id = c.id
+    WHERE NOT coalesce(v.blocked, false)
 ), whole AS (
     SELECT x.id, x.room,
            row_number() OVER (PARTITION BY x.n ORDER BY c.priority DESC, c.available_at, c.seq)
@@ -393,7 +396,9 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
 ), picked AS (
     SELECT c.id, c.redeliveries, c.priority, c.available_at, c.seq, c.turn
     FROM keyed_ok AS c
-    WHERE NOT EXISTS (SELECT 1 FROM whole AS w WHERE w.id = c.id AND w.turn > w.room)
+    LEFT JOIN (SELECT DISTINCT w.id FROM whole AS w WHERE w.turn > w.room) AS over
+           ON over.id = c.id
+    WHERE over.id IS NULL
     ORDER BY c.turn, c.priority DESC, c.available_at, c.seq
     LIMIT %(limit)s
 ), ordered AS (
