@@ -48,15 +48,12 @@ from queuey.errors import ConfigError
 from queuey.jobs import Job
 
 __all__ = [
-    "STEP_KEY",
     "Group",
     "StepFailed",
     "Workflow",
-    "built_job",
     "chain",
     "group",
     "start",
-    "step_rows",
 ]
 
 A = TypeVar("A")

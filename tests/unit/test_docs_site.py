@@ -18,6 +18,7 @@ DOCS = ROOT / "docs"
 REFERENCE = {
     "queuey": "queuey.md",
     "queuey.sync": "sync.md",
+    "queuey.workflows": "workflows.md",
     "queuey.testing": "testing.md",
     "queuey.backends": "backends.md",
     "queuey.backends.postgres": "postgres.md",
