@@ -196,11 +196,13 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 -- NULL already). A debounced job (replace, bit 16, refusing pending and running only: bits
 -- 30 = 18) holds its key as '#running' while it runs, so one pending successor can take the
 -- key meanwhile; that successor is not claimed while the '#running' key is held (the newest
--- update runs after the run in progress, never beside it). Rows come back with their position in claim order (UPDATE … RETURNING has no order of its
--- own), the payload as JSON text (decoded by the row factory's faster parser) and with empty
--- headers as NULL (nothing to decode); waited is how long the row was due
--- before this claim (seconds: the scheduling lag the metrics report). Columns are named for the row
--- factory that decodes them (_rows.py), which finds each by name. A queue an operator paused
+-- update runs after the run in progress, never beside it); that probe is a correlated lookup
+-- by key (OFFSET 0 keeps it from being hashed over the whole table). Rows come back with their
+-- position in claim order (UPDATE … RETURNING has no order of its own), the payload as JSON
+-- text (decoded by the row factory's faster parser) and with empty headers as NULL (nothing to
+-- decode); waited is how long the row was due before this claim (seconds: the scheduling lag
+-- the metrics report). Columns are named for the row factory that decodes them (_rows.py),
+-- which finds each by name. A queue an operator paused
 -- ({paused}, migration 0004: the dashboard's pause) yields nothing, for every worker at once.
 --
 -- A short claim (fewer rows than the limit) also says when the queue's next row falls due, so
@@ -251,8 +253,8 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
           AND (expires_at IS NULL OR expires_at > now())
           AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
           AND (unique_states & 30 <> 18
-               OR NOT EXISTS (SELECT 1 FROM {table} AS h
-                              WHERE h.unique_key = {table}.unique_key || '#running'))
+               OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
+                              WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
         ORDER BY available_at, seq
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
@@ -342,8 +344,8 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
       AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
       AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
       AND (unique_states & 30 <> 18
-           OR NOT EXISTS (SELECT 1 FROM {table} AS h
-                          WHERE h.unique_key = {table}.unique_key || '#running'))
+           OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
+                          WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
       AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
     ORDER BY priority DESC, available_at, seq
     LIMIT %(scan)s
