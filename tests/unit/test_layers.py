@@ -40,6 +40,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "queues",
             "jobs",
             "_text",
+            "_waits",
             "_outcome",
             "unique",
             "limits",

@@ -31,13 +31,15 @@ BELOW_BACKENDS = frozenset(
         "queuey.backends._unclosed",
         "queuey.backends._quiet",
         "queuey._extras",
+        "queuey._text",
+        "queuey._waits",
         "queuey.backends._runs",
     }
 )
-"""What a backend may import from queuey besides its own package: the vocabulary, the
-credential redaction, the install hint for a missing extra, and the contract (with its helpers
-for every backend: closing one left open at loop shutdown, quieting the drivers' per-attempt
-log records, the runs a close waits for)."""
+"""What a backend may import from queuey besides its own package: the vocabulary (with the one
+cut of error texts and ``first_of``), the credential redaction, the install hint for a missing
+extra, and the contract (with its helpers for every backend: closing one left open at loop
+shutdown, quieting the drivers' per-attempt log records, the runs a close waits for)."""
 
 
 def _is_module(name: str) -> bool:

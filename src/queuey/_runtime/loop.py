@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from datetime import timedelta
 
@@ -44,10 +44,11 @@ from queuey._runtime.runner import Process, Ran
 from queuey._runtime.settle import give_up, release
 from queuey._runtime.slots import SlotAware, Slots
 from queuey._runtime.threads import HandlerThreads
+from queuey._waits import first_of
 from queuey.backends.base import Backend, Consumer, ConsumerGate, Delivery, RunKeeper
 from queuey.queues import QueueConfig
 
-__all__ = ["Bind", "ConsumeLoop", "first_of"]
+__all__ = ["Bind", "ConsumeLoop"]
 
 log = logging.getLogger("queuey.worker")
 
@@ -271,14 +272,3 @@ async def _guarded(process: Process, delivery: Delivery) -> None:
     except BaseException as exc:
         log.exception("delivery processing crashed; dead-lettering it")
         await give_up(delivery, f"processing failed: {describe(exc)}")
-
-
-async def first_of(*waits: Awaitable[object], timeout: float | None = None) -> None:
-    """Return when the first of ``waits`` completes (or ``timeout`` seconds pass, ``None``:
-    no limit); cancel the others."""
-    tasks = [asyncio.ensure_future(wait) for wait in waits]
-    try:
-        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()

@@ -16,6 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
+from queuey._waits import first_of
 from queuey.backends.base import Backend, Consumer, Delivery
 from queuey.queues import QueueConfig
 
@@ -96,7 +97,7 @@ class GatedConsumer:
             if self._stopped.is_set():
                 return None if self._inner is None else await self._inner.next()
             if self._paused():
-                await _first_of(self._gate.changed(), self._stopped.wait())
+                await first_of(self._gate.changed(), self._stopped.wait())
                 continue
             if self._inner is None:
                 self._inner = self._backend.consumer(self._config)
@@ -109,7 +110,7 @@ class GatedConsumer:
         inner consumer had claimed is then handed back)."""
         pulling = asyncio.ensure_future(inner.next())
         while not pulling.done():
-            await _first_of(asyncio.shield(pulling), self._gate.changed())
+            await first_of(asyncio.shield(pulling), self._gate.changed())
             if self._paused() and not self._stopped.is_set():
                 break
         if not self._paused() or self._stopped.is_set():
@@ -126,12 +127,3 @@ class GatedConsumer:
         self._stopped.set()
         if self._inner is not None:
             await self._inner.stop()
-
-
-async def _first_of(*waits: Awaitable[object]) -> None:
-    tasks = [asyncio.ensure_future(wait) for wait in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()

@@ -16,6 +16,7 @@ from datetime import timedelta
 from functools import partial
 from typing import Any, Protocol
 
+from queuey._waits import first_of
 from queuey.attempts import AttemptError
 from queuey.backends.base import Delivery
 from queuey.backends.memory._flow import Holds
@@ -285,12 +286,4 @@ class MemoryConsumer:
     async def _wait(self) -> None:
         self._queue.changed.clear()
         self._wake.clear()
-        waits = [
-            asyncio.ensure_future(self._queue.changed.wait()),
-            asyncio.ensure_future(self._wake.wait()),
-        ]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waits:
-                waiter.cancel()
+        await first_of(self._queue.changed.wait(), self._wake.wait())

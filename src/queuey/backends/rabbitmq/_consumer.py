@@ -25,13 +25,13 @@ import contextlib
 import logging
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
 from aio_pika.abc import AbstractChannel
 from aiormq.abc import AbstractChannel as UnderlayChannel
 from aiormq.abc import DeliveredMessage
 
+from queuey._waits import first_of
 from queuey.backends.base import Delivery
 from queuey.backends.rabbitmq._acks import AckWindow
 from queuey.backends.rabbitmq._connection import Link
@@ -51,17 +51,6 @@ __all__ = ["RabbitMqConsumer", "RabbitMqDelivery"]
 
 log = logging.getLogger("queuey.rabbitmq")
 _CANCEL_TIMEOUT = 5.0  # seconds to wait for the broker to confirm a basic.cancel
-
-
-async def _first(*waits: Awaitable[Any]) -> None:
-    """Wait until the first of ``waits`` completes; cancel the others."""
-    tasks = [asyncio.ensure_future(wait) for wait in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class RabbitMqConsumer:
@@ -289,7 +278,7 @@ class RabbitMqConsumer:
             self._consuming = (underlay, tag)
             self._idle = True
             try:
-                await _first(channel.closed(), cancelled.wait(), self._stop_event.wait())
+                await first_of(channel.closed(), cancelled.wait(), self._stop_event.wait())
             finally:
                 self._idle = False
             if self._stop_event.is_set():
