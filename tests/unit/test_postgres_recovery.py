@@ -67,7 +67,7 @@ def recovery(db: Database, lease: float = 30.0) -> tuple[Recovery, list[str]]:
         FakeStore(db),  # type: ignore[arg-type]
         lease,
         Outage("PostgreSQL"),
-        lambda ids: told.extend(f"lost: {i}" for i in sorted(ids)),
+        lambda ids, sent: told.extend(f"lost: {i}" for i in sorted(ids)),
         lambda ids: told.extend(f"cancel: {i}" for i in sorted(ids)),
     )
     return keeper, told

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Collection
 
 from queuey.backends.base import CancelResult
@@ -47,29 +48,35 @@ class Cancellations:
     def __init__(self, owner: str) -> None:
         self.owner = owner
         self._events: dict[str, asyncio.Future[None]] = {}
+        self._watched: dict[str, float] = {}  # when each run began here (time.monotonic())
         self._lost: set[str] = set()
 
     def watch(self, row_id: str) -> asyncio.Future[None]:
         """The future done when ``row_id`` is cancelled while this process runs it."""
         future = self._events[row_id] = asyncio.get_running_loop().create_future()
+        self._watched[row_id] = time.monotonic()
         return future
 
     def forget(self, row_id: str) -> None:
         """``row_id`` was settled: a cancel can no longer reach it here."""
         self._events.pop(row_id, None)
+        self._watched.pop(row_id, None)
         self._lost.discard(row_id)
 
     def is_lost(self, row_id: str) -> bool:
         """Whether the run of ``row_id`` here lost its lease (``lost``)."""
         return row_id in self._lost
 
-    def lost(self, row_ids: Collection[str]) -> None:
-        """The heartbeat found ``row_ids`` no longer held by this owner (their lease expired
+    def lost(self, row_ids: Collection[str], sent: float) -> None:
+        """The heartbeat sent at ``sent`` (``time.monotonic()``, taken before it read which
+        rows are held) found ``row_ids`` no longer held by this owner (their lease expired
         while this process stalled; another worker may run them): stop their runs, which end
-        with a lost lease (nothing of them can be recorded)."""
+        with a lost lease (nothing of them can be recorded). A run that began here after
+        ``sent`` is a new claim of the row (settled and claimed again while the heartbeat was
+        in flight): the heartbeat did not see it, so it is left alone."""
         for row_id in row_ids:
             future = self._events.get(row_id)
-            if future is None or row_id in self._lost:
+            if future is None or row_id in self._lost or self._watched.get(row_id, 0.0) > sent:
                 continue
             log.warning(
                 "job %s: this worker lost its lease (the row is no longer held here and may "

@@ -59,7 +59,8 @@ class Maintenance:
         options: intervals and limits.
         outage: where failures are recorded (its recovery wakes the consumers).
         wake_all: wakes every consumer (after a sweep; after a reclaim made rows due).
-        on_lost: told the held rows that are no longer this owner's (their lease was lost).
+        on_lost: told the held rows that are no longer this owner's (their lease was lost),
+            with when the heartbeat was sent (``time.monotonic()``).
         on_cancel: told the held rows whose cancel was asked for (a notification may have
             been missed).
         recovery: told when a beat renewed every held lease, or could not reach the database.
@@ -74,7 +75,7 @@ class Maintenance:
         options: MaintenanceOptions,
         outage: Outage,
         wake_all: Callable[[], None],
-        on_lost: Callable[[Collection[str]], None] = lambda ids: None,
+        on_lost: Callable[[Collection[str], float], None] = lambda ids, sent: None,
         on_cancel: Callable[[Collection[str]], None] = lambda ids: None,
         recovery: Recovery | None = None,
         progress: dict[str, str] | None = None,
@@ -108,9 +109,9 @@ class Maintenance:
         running rows (reclaimed after a stall: the lease was lost) go to ``on_lost``, and those
         whose cancel was asked for to ``on_cancel`` (its notification may have been missed),
         so their runs stop instead of going on unseen."""
+        sent = time.monotonic()  # before the snapshot: a run claimed after it is not judged
         held = set(self._held)
         reported = self._take_progress(held)
-        sent = time.monotonic()
         extended = await self._outage.attempt(self._extend(held, reported)) if held else {}
         if self._recovery is not None:
             if extended is None:
@@ -120,7 +121,7 @@ class Maintenance:
         if extended is None:
             return
         if held - extended.keys():
-            self._on_lost(held - extended.keys())
+            self._on_lost(held - extended.keys(), sent)
         cancelled = [row_id for row_id, cancel in extended.items() if cancel]
         if cancelled:
             self._on_cancel(cancelled)

@@ -70,7 +70,8 @@ class Recovery:
         store: the backend's store (its pool runs the first try; its ``session`` the rest).
         lease: how long a claim or a renewal holds a row (seconds).
         outage: where failures to reach the database are recorded (logged once per outage).
-        on_lost: told the held rows a renewal found no longer this owner's.
+        on_lost: told the held rows a renewal found no longer this owner's, with when the
+            renewal was sent (``time.monotonic()``).
         on_cancel: told the held rows a renewal found a cancel asked for.
     """
 
@@ -79,7 +80,7 @@ class Recovery:
         store: Store,
         lease: float,
         outage: Outage,
-        on_lost: Callable[[Collection[str]], None] = lambda ids: None,
+        on_lost: Callable[[Collection[str], float], None] = lambda ids, sent: None,
         on_cancel: Callable[[Collection[str]], None] = lambda ids: None,
     ) -> None:
         self.held: set[str] = set()
@@ -184,13 +185,13 @@ class Recovery:
 
     async def _renew(self, bound: Store) -> None:
         """Extend the lease of every held row on ``bound``, before anything else."""
+        sent = time.monotonic()  # before the snapshot: a run claimed after it is not judged
         held = set(self.held)
-        sent = time.monotonic()
         extended = await bound.extend(held) if held else {}
         self._renewal_owed = False
         self.renewed(sent)
         if held - extended.keys():
-            self._on_lost(held - extended.keys())
+            self._on_lost(held - extended.keys(), sent)
         cancelled = [row_id for row_id, cancel in extended.items() if cancel]
         if cancelled:
             self._on_cancel(cancelled)
