@@ -284,14 +284,14 @@ class Producer(ProducerBase[Q]):
             ConfigError: a step appears twice, or a step that feeds another declares no
                 result type.
             PayloadError: a first step's field is not JSON every backend stores alike.
-            NotSupportedError: the backend cannot run workflows (only PostgreSQL can);
+            NotSupportedError: the backend cannot run workflows (RabbitMQ);
                 nothing was stored.
             BackendError: nothing was stored.
         """
         if not isinstance(self.backend, WorkflowBackend):
             raise NotSupportedError(
                 f"{type(self.backend).__name__} cannot run workflows: a step's completion and "
-                "the release of the next steps must commit together; use PostgreSQL"
+                "the release of the next steps must commit together; use PostgreSQL or memory"
             )
         target = self._target
         rows, edges = step_rows(

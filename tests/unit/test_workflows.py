@@ -1,14 +1,13 @@
 """Workflows built in Python: builders are classmethods of job classes, a released step's job
-is built from its inputs, and a backend that cannot run workflows refuses them clearly."""
+is built from its inputs."""
 
 from __future__ import annotations
 
 import pytest
 
-from queuey import MemoryBackend, Producer
-from queuey.errors import ConfigError, NotSupportedError
+from queuey.errors import ConfigError
 from queuey.workflows import STEP_KEY, StepFailed, built_job, chain, group
-from tests.integration.postgres.workflow_app import Count, Double, Fetch, FlowQueues, Sum
+from tests.integration.postgres.workflow_app import Count, Double, Fetch, Sum
 
 
 def test_a_released_step_is_built_from_its_inputs() -> None:
@@ -26,9 +25,3 @@ def test_a_builder_must_be_a_classmethod_of_a_job_class() -> None:
     with pytest.raises(ConfigError, match="at least one member"):
         group()
     assert isinstance(StepFailed(job_id="x"), StepFailed)
-
-
-async def test_the_memory_backend_refuses_a_workflow() -> None:
-    producer = await Producer.create(FlowQueues, MemoryBackend())
-    with pytest.raises(NotSupportedError, match="cannot run workflows"):
-        await producer.enqueue_workflow(chain(Fetch(url="a"), Count.from_page))

@@ -94,7 +94,7 @@ CancelResult = Literal["cancelled", "requested", "not_found"]
 ends, staying running and held until then), ``"not_found"``
 (no pending, scheduled or running job has this id: unknown, finished or already cancelled)."""
 
-JobState = Literal["pending", "running", "done", "failed", "cancelled"]
+JobState = Literal["pending", "running", "done", "failed", "cancelled", "waiting"]
 """Where a job is: waiting (due now, or scheduled for later: see ``JobInfo.due_at``), being run
 by a worker, handled, failed for good (a dead letter, kept for a person), or cancelled."""
 

@@ -14,9 +14,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from queuey.backends.base import CancelResult, JobEnd, JobInfo, QueueDepth
+from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, QueueDepth
 from queuey.backends.memory._consumer import MemoryConsumer
 from queuey.backends.memory._store import QueueState, Store
+from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import MAX_DURATION
 from queuey.envelope import Envelope, Kind
 from queuey.errors import BackendError, UnknownJobError
@@ -53,6 +54,8 @@ class MemoryBackend:
 
     def __init__(self, *, start: datetime | None = None, _store: Store | None = None) -> None:
         self._store = _store or Store(start)
+        if self._store.steps.on_end is None:
+            self._store.steps.on_end = self._step_ended
 
     def __copy__(self) -> MemoryBackend:
         return MemoryBackend(_store=self._store)
@@ -146,6 +149,35 @@ class MemoryBackend:
         """
         self._store.check_open()
         return self._store.cancel(job_id)
+
+    async def start_workflow(
+        self, workflow_id: str, steps: Sequence[StepRow], edges: Sequence[StepEdge]
+    ) -> None:
+        """Store a workflow's steps: the roots due now, the others waiting for their parents
+        (``WorkflowBackend``), with the semantics of PostgreSQL's.
+
+        Raises:
+            ShutDownError: the backend is closed.
+        """
+        self._store.check_open()
+        self._store.steps.start(steps, edges)
+        for row in steps:
+            envelope = _step_envelope(row, row.payload)
+            if row.parents:
+                self._store.track(envelope, "waiting", ran=False)
+            else:
+                self._store.insert(envelope)
+
+    def _step_ended(
+        self, job_id: str, state: JobState, result: str | None, error: str | None
+    ) -> None:
+        """Job ``job_id`` ended in ``state``: release or fail the workflow steps after it."""
+        failure = None if state == "done" else (error or state)
+        released = self._store.steps.ended(job_id, result, failure)
+        for row, message in released.failed:
+            self._store.track(_step_envelope(row, {}), "failed", ran=False, error=message)
+        for row, payload in released.due:
+            self._store.insert(_step_envelope(row, payload))
 
     def consumer(self, queue: QueueConfig) -> MemoryConsumer:
         """A consumer honouring ``queue.prefetch`` as unsettled deliveries, and
@@ -295,3 +327,9 @@ class MemoryBackend:
     def is_closed(self) -> bool:
         """Whether ``close`` was called."""
         return self._store.closed
+
+
+def _step_envelope(row: StepRow, payload: Any) -> Envelope:
+    """The first-attempt envelope of workflow step ``row`` carrying ``payload``."""
+    envelope = Envelope.new(row.job_type, row.queue, payload, priority=row.priority)
+    return envelope.model_copy(update={"job_id": row.job_id})

@@ -26,6 +26,7 @@ from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, Progre
 from queuey.backends.memory._ends import TERMINAL, Ends
 from queuey.backends.memory._flow import Flow
 from queuey.backends.memory._keys import Keys, WallClock, superseded
+from queuey.backends.memory._steps import Steps
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
 from queuey.queues import QueueConfig
@@ -137,6 +138,7 @@ class Store:
         self.running: dict[str, asyncio.Future[None]] = {}  # job id -> its cancel request
         self.open_runs = OpenRuns("MemoryBackend")  # what close waits for (RunKeeper)
         self.ends = Ends()
+        self.steps = Steps()  # workflow steps waiting for their parents
         self._in_flight = 0
         self._activity = asyncio.Event()
 
@@ -163,13 +165,10 @@ class Store:
         result: str | None = None,
         failure: AttemptError | None = None,
     ) -> None:
-        """Record that ``envelope``'s job is now in ``state``: ``ran`` says whether its attempt
-        was started (else it counts one run fewer), ``due`` is when it is due (loop time; by
-        default as before, or now), ``error`` its last error unless empty (else as before),
-        ``result`` its result (a success's JSON text), ``failure`` added to its attempt errors
-        (stamped with the store's wall clock and this process; the latest
-        ``MAX_ATTEMPT_ERRORS`` kept); its progress is kept. Wakes the callers waiting for it to
-        end, when it did."""
+        """Record ``envelope``'s job now in ``state``: ``ran``: its attempt was started (else
+        one run fewer); ``due``: when due (loop time; default as before, or now); ``error``: its
+        last error unless empty; ``result``: a success's JSON text; ``failure``: added to its
+        attempt errors (stamped, the latest ``MAX_ATTEMPT_ERRORS`` kept). Once ended: wakes."""
         old = self.jobs.get(envelope.job_id)
         when = due if due is not None else (old.due if old is not None else now())
         last = error or (old.last_error if old is not None else None)
@@ -181,8 +180,9 @@ class Store:
         progress = None if old is None else old.progress
         record = JobRecord(envelope, state, attempts, when, last, result, progress, errors)
         self.jobs[envelope.job_id] = record
-        if envelope.job_id in self.ends and state in TERMINAL:
+        if state in TERMINAL:
             self.ends.ended(envelope.job_id, JobEnd(state, last, result))
+            self.steps.job_ended(envelope.job_id, state, result, last)
 
     def depth(self, queue: QueueState) -> QueueDepth | None:
         """``queue``'s live envelopes counted (``None`` when it has none); the oldest due

@@ -1,0 +1,102 @@
+"""Workflow steps in memory: what each waiting step still needs, and what ending a step
+releases or fails, with the semantics of the PostgreSQL statements (migration 0014).
+
+A step waits until each parent has ended. A parent that succeeds gives its result at its
+position; one that fails for good gives its error to a ``partial`` child and fails a ``fail``
+child, which fails its own ``fail`` children in turn (transitively).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from queuey.backends.base import JobState
+from queuey.backends.steps import StepEdge, StepRow
+
+__all__ = ["Released", "Steps"]
+
+
+@dataclass
+class _Waiting:
+    row: StepRow
+    left: int
+    inputs: dict[int, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Released:
+    """What ending one step changed: steps due now (row and payload) and steps failed (id,
+    row and error)."""
+
+    due: list[tuple[StepRow, Any]]
+    failed: list[tuple[StepRow, str]]
+
+
+class Steps:
+    """The waiting steps of every workflow of one memory backend."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, _Waiting] = {}
+        self._children: dict[str, list[StepEdge]] = {}
+        self.on_end: Callable[[str, JobState, str | None, str | None], None] | None = None
+        """Called by ``job_ended`` for a step that has steps waiting for it (the backend's)."""
+
+    def job_ended(
+        self, job_id: str, state: JobState, result: str | None, error: str | None
+    ) -> None:
+        """Job ``job_id`` ended in ``state``: ``on_end`` when steps wait for it."""
+        if self.on_end is not None and job_id in self._children:
+            self.on_end(job_id, state, result, error)
+
+    def feeds(self, job_id: str) -> bool:
+        """Whether step ``job_id`` has steps waiting for it."""
+        return job_id in self._children
+
+    def start(self, rows: Sequence[StepRow], edges: Sequence[StepEdge]) -> None:
+        """Remember ``rows`` that wait (those with parents) and the ``edges`` to them."""
+        for row in rows:
+            if row.parents:
+                self._waiting[row.job_id] = _Waiting(row, row.parents)
+        for edge in edges:
+            self._children.setdefault(edge.parent, []).append(edge)
+
+    def ended(self, job_id: str, result: str | None, error: str | None) -> Released:
+        """Step ``job_id`` ended: succeeded with ``result`` (JSON text) when ``error`` is
+        ``None``, else failed for good with ``error``."""
+        released = Released([], [])
+        if error is None:
+            value = None if result is None else json.loads(result)
+            for edge in self._children.pop(job_id, []):
+                self._feed(edge, value, released)
+            return released
+        self._fail(job_id, job_id, error, released)
+        return released
+
+    def _fail(self, job_id: str, cause: str, error: str, released: Released) -> None:
+        """``job_id`` will never succeed (``cause`` failed with ``error``)."""
+        shown = error if job_id == cause else f"step {cause} failed: {error}"
+        failure = {"queuey_failed": {"job_id": job_id, "error": shown}}
+        for edge in self._children.pop(job_id, []):
+            if edge.policy == "partial":
+                self._feed(edge, failure, released)
+                continue
+            child = self._waiting.pop(edge.child, None)
+            if child is not None:
+                message = f"workflow failed: step {cause} failed: {error}"
+                released.failed.append((child.row, message))
+                self._fail(edge.child, cause, error, released)
+
+    def _feed(self, edge: StepEdge, value: Any, released: Released) -> None:
+        child = self._waiting.get(edge.child)
+        if child is None:
+            return  # failed already
+        child.inputs[edge.position] = value
+        child.left -= 1
+        if child.left == 0:
+            del self._waiting[edge.child]
+            inputs = [child.inputs[at] for at in sorted(child.inputs)]
+            payload = {"__queuey_step__": {**(child.row.step or {}), "inputs": inputs}}
+            released.due.append((child.row, payload))

@@ -1,0 +1,58 @@
+"""Workflows behave alike on PostgreSQL and in memory: a chain passes each result on, a fan-in
+runs once with its members' results in member order, ``then`` fails the workflow when a member
+fails (downstream steps end failed without running), ``then_partial`` runs the callback with a
+``StepFailed`` for a failed member chain; RabbitMQ refuses a workflow."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from queuey import JobFailedError, NotSupportedError, Producer, Worker
+from queuey.backends.base import Backend
+from queuey.workflows import chain, group
+from tests.integration.postgres.workflow_app import (
+    Count,
+    Double,
+    Fetch,
+    FlowQueues,
+    Sum,
+    register,
+)
+
+
+async def test_workflows_chain_fan_in_and_fail_alike(backend: Backend) -> None:
+    producer = await Producer.create(FlowQueues, backend)
+    if type(backend).__name__ == "RabbitMqBackend":
+        with pytest.raises(NotSupportedError, match="cannot run workflows"):
+            await producer.enqueue_workflow(chain(Fetch(url="a"), Count.from_page))
+        return
+    sums: list[str] = []
+
+    async def record(kind: str, key: str) -> None:
+        if kind == "sum":
+            sums.append(key)
+
+    worker = Worker(FlowQueues, backend, concurrency=8)
+    register(worker, record)
+    running = asyncio.create_task(worker.run())
+    try:
+        three = chain(Fetch(url="abc"), Count.from_page, Double.from_count)
+        assert await (await producer.enqueue_workflow(three)).result(timeout=30) == 10
+        members = [chain(Fetch(url="x" * n), Count.from_page) for n in range(4)]
+        fan_in = await producer.enqueue_workflow(group(*members).then(Sum.from_counts))
+        assert await fan_in.result(timeout=30) == 2 + 3 + 4 + 5
+        assert sums == [f"{fan_in.job_id}|4"]
+        failing = group(Count(text="ab"), Count(text="boom")).then(Sum.from_counts)
+        doomed = await producer.enqueue_workflow(chain(failing, Double.from_count))
+        with pytest.raises(JobFailedError, match=r"workflow failed: step .* failed: .*boom"):
+            await doomed.result(timeout=30)
+        partial = group(
+            Count(text="abc"), chain(Count(text="boom"), Double.from_count)
+        ).then_partial(Sum.from_some)
+        assert await (await producer.enqueue_workflow(partial)).result(timeout=30) == 3
+        assert len(sums) == 2 and sums[1].endswith("|2")
+    finally:
+        worker.shutdown()
+        await running
