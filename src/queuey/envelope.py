@@ -15,11 +15,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from queuey.errors import QueueyError
 
-__all__ = ["Envelope", "Kind", "MalformedEnvelopeError", "new_job_id", "new_job_ids"]
+__all__ = [
+    "PUBLISHED_BY",
+    "Envelope",
+    "Kind",
+    "MalformedEnvelopeError",
+    "new_job_id",
+    "new_job_ids",
+]
 
 Kind = Literal["job", "topic"]
 """Which face of the engine a message belongs to: a typed job, or a topic message whose
 ``queue`` is the topic and whose ``job_type`` is the subscriber function's name."""
+
+PUBLISHED_BY = "published_by"
+"""The header carrying who published a topic message (a principal id; ``""`` for the app
+itself); PostgreSQL keeps it in its own column."""
 
 
 class MalformedEnvelopeError(QueueyError):

@@ -27,12 +27,11 @@ from queuey._outcome import (
 )
 from queuey._run_scope import current_run
 from queuey._runtime.invoke import run_handler
-from queuey.envelope import Envelope
+from queuey.envelope import PUBLISHED_BY, Envelope
 from queuey.queues import QueueConfig
 from queuey.topics._decision import TopicRetry, decide, error_text, not_loaded
 from queuey.topics.config import QueuesConfig
 from queuey.topics.function import Function, MessageContext
-from queuey.topics.publisher import PUBLISHED_BY
 
 __all__ = ["TopicFace", "message_context"]
 

@@ -28,22 +28,19 @@ from typing import Any
 from queuey._payload import topic_payload
 from queuey._runtime.producer_base import check_priority, sending_for
 from queuey.backends.base import Backend, UniqueBackend
-from queuey.envelope import Envelope
+from queuey.envelope import PUBLISHED_BY, Envelope
 from queuey.errors import ConfigError
 from queuey.queues import DEFAULT_MAX_PRIORITY, QueueConfig
 from queuey.topics.config import QueuesConfig, topic_error
 from queuey.topics.publication import IdempotencyConflictError, InvalidTopicError, Publication
 from queuey.unique import IdempotencyKey
 
-__all__ = ["MAX_KEY_CHARS", "PUBLISHED_BY", "TOPIC_MAX_PRIORITY", "TopicPublisher", "fingerprint"]
+__all__ = ["MAX_KEY_CHARS", "TOPIC_MAX_PRIORITY", "TopicPublisher", "fingerprint"]
 
 MAX_KEY_CHARS = 255
 """The longest idempotency key accepted."""
 
 log = logging.getLogger("queuey.topics")
-
-PUBLISHED_BY = "published_by"
-"""The envelope header carrying who published a topic message."""
 
 TOPIC_MAX_PRIORITY = DEFAULT_MAX_PRIORITY
 """The highest priority a topic message may be published with (PostgreSQL and memory hand a

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 from pydantic_core import to_json
 
 from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
-from queuey.envelope import Envelope, Kind
+from queuey.envelope import PUBLISHED_BY, Envelope, Kind
 from queuey.unique import EnqueueOutcome, EnqueueResult, IdempotencyKey, UniqueKey
 
 __all__ = [
@@ -81,7 +81,7 @@ def single_params(
         attempt=envelope.attempt,
         deferrals=envelope.deferrals,
         headers=_json_text(envelope.headers),
-        published_by=envelope.headers.get("published_by", ""),
+        published_by=envelope.headers.get(PUBLISHED_BY, ""),
         ttl=ttl,
         delay=delay,
     )
@@ -107,7 +107,7 @@ def bulk_params(
         "deferrals": number_array([e.deferrals for e in envelopes]),
         "payloads": _json_text([e.payload for e in envelopes]),
         "headers": _json_text([e.headers for e in envelopes]),
-        "published_by": text_array([e.headers.get("published_by", "") for e in envelopes]),
+        "published_by": text_array([e.headers.get(PUBLISHED_BY, "") for e in envelopes]),
         "enqueued_at_ms": number_array([e.enqueued_at_ms for e in envelopes]),
         "ttls": number_array([ttls[e.kind, e.queue] for e in envelopes]),
         "delay": delay,
@@ -164,7 +164,7 @@ def copy_rows(envelopes: Sequence[Envelope], delay: float, ttl_of: TtlOf) -> Cop
         headers = e.headers
         if headers:
             extra = dumps(headers).replace("\\", "\\\\")
-            by = _copy_field(headers.get("published_by", ""))
+            by = _copy_field(headers.get(PUBLISHED_BY, ""))
         else:
             extra, by = "{}", ""
         payload = dumps(e.payload).replace("\\", "\\\\")

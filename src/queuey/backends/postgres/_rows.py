@@ -21,7 +21,7 @@ from pydantic_core import from_json
 
 from queuey.attempts import AttemptError
 from queuey.backends.base import JobInfo, Progress, QueueDepth
-from queuey.envelope import Envelope, Kind
+from queuey.envelope import PUBLISHED_BY, Envelope, Kind
 from queuey.queues import QueueConfig
 from queuey.unique import EnqueueOutcome
 
@@ -45,9 +45,6 @@ __all__ = [
     "job_info",
     "with_errors",
 ]
-
-PUBLISHED_BY = "published_by"
-"""The envelope header carrying a topic message's publisher (its own column in the table)."""
 
 
 @dataclass(frozen=True, slots=True)
