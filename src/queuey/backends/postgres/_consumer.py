@@ -341,6 +341,8 @@ class PgConsumer:
         # Half the prefetch per claim: the next claim is on the wire while the handlers of the
         # previous one run, so the database and the handlers overlap instead of taking turns.
         self._claim_batch = max(1, config.prefetch // 2)
+        if config.limits:  # claims of a limited queue take turns: each takes what it may
+            self._claim_batch = config.prefetch
         # Under a concurrency cap, a run ending here may give a held-back row its turn.
         self._capped = any(spec.per is None for spec in config.limits)
 
