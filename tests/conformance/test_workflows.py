@@ -56,3 +56,32 @@ async def test_workflows_chain_fan_in_and_fail_alike(backend: Backend) -> None:
     finally:
         worker.shutdown()
         await running
+
+
+async def test_a_cancelled_step_fails_or_reaches_the_steps_after_it(backend: Backend) -> None:
+    if type(backend).__name__ == "RabbitMqBackend":
+        pytest.skip("RabbitMQ refuses workflows")
+    producer = await Producer.create(FlowQueues, backend)
+    doomed = await producer.enqueue_workflow(chain(Count(text="a"), Double.from_count))
+    assert await producer.cancel(doomed.job_id) == "cancelled"  # the waiting step itself
+    with pytest.raises(JobFailedError, match="cancelled"):
+        await doomed.result(timeout=10)
+    first = Count(text="abc")
+    flow = group(first, chain(Count(text="zz"), Double.from_count)).then_partial(Sum.from_some)
+    partial = await producer.enqueue_workflow(flow)
+    roots = [s.job_id for s in flow.nodes if s.job is not None]
+    assert await producer.cancel(roots[1]) == "cancelled"  # a pending root: its chain fails
+    info = await producer.job(flow.nodes[2].job_id)
+    assert info is not None and info.state == "failed"
+    worker = Worker(FlowQueues, backend, concurrency=4)
+
+    async def record(kind: str, key: str) -> None:
+        return None
+
+    register(worker, record)
+    running = asyncio.create_task(worker.run())
+    try:
+        assert await partial.result(timeout=30) == 3  # the cancelled chain as a StepFailed
+    finally:
+        worker.shutdown()
+        await running

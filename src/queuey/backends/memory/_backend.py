@@ -140,7 +140,8 @@ class MemoryBackend:
         self._store.defer(envelope, delay)
 
     async def cancel(self, job_id: str) -> CancelResult:
-        """Cancel job ``job_id``: pending, delayed or held, it moves to ``cancelled(q)`` at
+        """Cancel job ``job_id``: a waiting workflow step ends cancelled (the steps after it
+        fail with it or get its error); pending, delayed or held, it moves to ``cancelled(q)`` at
         once; handed out and unsettled, its delivery's ``cancel_requested`` is set and it is
         listed in ``cancelled(q)`` when its handler stops (its late outcome is refused).
 
@@ -148,6 +149,11 @@ class MemoryBackend:
             ShutDownError: the backend is closed.
         """
         self._store.check_open()
+        record = self._store.jobs.get(job_id)
+        if record is not None and record.state == "waiting":  # a workflow step: never queued
+            self._store.steps.withdraw(job_id)
+            self._store.track(record.envelope, "cancelled", ran=False, error="cancelled")
+            return "cancelled"
         return self._store.cancel(job_id)
 
     async def start_workflow(

@@ -55,6 +55,10 @@ class Steps:
         """Whether step ``job_id`` has steps waiting for it."""
         return job_id in self._children
 
+    def withdraw(self, job_id: str) -> None:
+        """Waiting step ``job_id`` was cancelled: its parents' ends no longer reach it."""
+        self._waiting.pop(job_id, None)
+
     def start(self, rows: Sequence[StepRow], edges: Sequence[StepEdge]) -> None:
         """Remember ``rows`` that wait (those with parents) and the ``edges`` to them."""
         for row in rows:

@@ -434,7 +434,7 @@ class Store:
     async def finish_cancel(self, row_id: str, attempts: int) -> bool:
         """``finish_cancel``: the run whose cancel was asked for has ended; the row is
         cancelled now (``False``: this owner no longer holds that run)."""
-        return await self._fenced("finish_cancel", row_id, attempts, {})
+        return await self._fenced("finish_cancel", row_id, attempts, {"channel": self.channel})
 
     async def claim_state(self, row_id: str, attempts: int) -> tuple[bool, bool]:
         """``claim_state``: whether this owner still holds run ``attempts`` of ``row_id``, and
@@ -466,7 +466,8 @@ class Store:
     async def cancel(self, row_id: str, channel: str) -> str | None:
         """``cancel``: a pending or running row becomes cancelled (a running one's owner is told
         on ``channel``); returns the status it had, ``None`` when no such row could be."""
-        rows = await self._fetch("cancel", {"id": row_id, "channel": channel}, scalar_row)
+        params = {"id": row_id, "channel": channel, "wake_channel": self.channel}
+        rows = await self._fetch("cancel", params, scalar_row)
         return str(rows[0]) if rows else None
 
     async def _back(self, name: str, row_id: str, attempts: int, params: Params) -> bool:

@@ -716,14 +716,15 @@ WITH done AS (
 SELECT id FROM done WHERE (SELECT count(*) FROM woke) >= 0;
 
 -- name: cancel
--- Cancel one job. A pending row (due or scheduled) becomes cancelled and releases its unique key.
--- A running one stays running, held by its worker, with its cancel asked for
+-- Cancel one job. A pending row (due or scheduled) or a waiting workflow step becomes cancelled
+-- and releases its unique key; the workflow steps after it fail with it or get its error, as
+-- dead_letter says. A running one stays running, held by its worker, with its cancel asked for
 -- (cancel_requested_at): every other outcome of its run is then refused by the fence, and the row
 -- becomes cancelled when that run ends (``finish_cancel``), or when its lease expires. Its
 -- worker (the owner) is told on %(channel)s with "<owner> <id>". Returns the status the row had.
-WITH target AS (
+WITH RECURSIVE target AS (
     SELECT id, status, claimed_by FROM {table}
-    WHERE id = %(id)s::uuid AND status IN ('pending', 'running')
+    WHERE id = %(id)s::uuid AND status IN ('pending', 'running', 'waiting')
     FOR UPDATE
 ), cancelled AS (
     UPDATE {table} AS m
@@ -735,21 +736,126 @@ WITH target AS (
                                    THEN coalesce(m.cancel_requested_at, now()) END
     FROM target
     WHERE m.id = target.id
-    RETURNING target.status AS was, target.claimed_by AS owner
+    RETURNING target.status AS was, target.claimed_by AS owner, m.id, m.workflow
+), gone AS (
+    SELECT id, workflow, 'cancelled'::text AS error FROM cancelled
+    WHERE workflow IS NOT NULL AND was <> 'running'
+), doomed AS (
+    -- Every step downstream of an ended one through edges that fail with it (a chain link, a
+    -- fan-in under "then"), transitively: it will never run, so it ends failed now.
+    SELECT e.child AS id, gone.id AS cause, gone.error
+    FROM gone JOIN {workflow_edges} AS e ON e.parent = gone.id
+    WHERE e.policy = 'fail'
+    UNION
+    SELECT e.child, d.cause, d.error
+    FROM doomed AS d JOIN {workflow_edges} AS e ON e.parent = d.id
+    WHERE e.policy = 'fail'
+), ended AS (
+    SELECT id, error FROM gone
+    UNION
+    SELECT id, 'step ' || min(cause::text) || ' failed: ' || min(error) FROM doomed GROUP BY id
+), fed AS (
+    -- Their children under a fan-in run with partial results ("then_partial") get the error at
+    -- its position and one parent less (released at zero, as in ack_results).
+    SELECT e.child, count(*)::int AS n,
+           jsonb_object_agg(e.position::text, jsonb_build_object('queuey_failed',
+               jsonb_build_object('job_id', ended.id::text, 'error', ended.error))) AS inputs
+    FROM ended JOIN {workflow_edges} AS e ON e.parent = ended.id
+    WHERE e.policy = 'partial'
+    GROUP BY e.child
+), unlinked AS (
+    DELETE FROM {workflow_edges} AS e USING ended WHERE e.parent = ended.id
+), failed_steps AS (
+    UPDATE {table} AS c
+    SET status = 'failed', processed_at = now(),
+        error = 'workflow failed: step ' || d.cause::text || ' failed: ' || d.error
+    FROM (SELECT DISTINCT ON (id) id, cause, error FROM doomed ORDER BY id, cause) AS d
+    WHERE c.id = d.id AND c.status = 'waiting'
+), released AS (
+    UPDATE {table} AS c
+    SET parents_left = c.parents_left - fed.n,
+        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
+        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
+        available_at = now(),
+        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
+            '__queuey_step__', c.step || jsonb_build_object('inputs', (
+                SELECT jsonb_agg(x.value ORDER BY x.key::int)
+                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
+    FROM fed
+    WHERE c.id = fed.child AND c.status = 'waiting'
+    RETURNING c.queue, c.status
+), ready AS (
+    SELECT pg_notify(%(wake_channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
 )
 SELECT cancelled.was
 FROM cancelled
 LEFT JOIN LATERAL (SELECT pg_notify(%(channel)s, cancelled.owner || ' ' || %(id)s::text)
-                   WHERE cancelled.was = 'running') AS told ON true;
+                   WHERE cancelled.was = 'running') AS told ON true
+WHERE (SELECT count(*) FROM ready) >= 0;
 
 -- name: finish_cancel
 -- The run of a row whose cancel was asked for has ended: cancelled now, fenced by (owner,
--- attempts); its unique key is released.
-UPDATE {table}
-SET status = 'cancelled', processed_at = now(), error = 'cancelled', claimed_by = NULL,
-    lease_until = NULL, unique_key = NULL, cancel_requested_at = NULL
-WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)s
-  AND cancel_requested_at IS NOT NULL;
+-- attempts); its unique key is released; the workflow steps after it fail with it or get its
+-- error, as dead_letter says.
+WITH RECURSIVE ended_run AS (
+    UPDATE {table}
+    SET status = 'cancelled', processed_at = now(), error = 'cancelled', claimed_by = NULL,
+        lease_until = NULL, unique_key = NULL, cancel_requested_at = NULL
+    WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s
+      AND attempts = %(attempts)s AND cancel_requested_at IS NOT NULL
+    RETURNING id, workflow
+), gone AS (
+    SELECT id, workflow, 'cancelled'::text AS error FROM ended_run WHERE workflow IS NOT NULL
+), doomed AS (
+    -- Every step downstream of an ended one through edges that fail with it (a chain link, a
+    -- fan-in under "then"), transitively: it will never run, so it ends failed now.
+    SELECT e.child AS id, gone.id AS cause, gone.error
+    FROM gone JOIN {workflow_edges} AS e ON e.parent = gone.id
+    WHERE e.policy = 'fail'
+    UNION
+    SELECT e.child, d.cause, d.error
+    FROM doomed AS d JOIN {workflow_edges} AS e ON e.parent = d.id
+    WHERE e.policy = 'fail'
+), ended AS (
+    SELECT id, error FROM gone
+    UNION
+    SELECT id, 'step ' || min(cause::text) || ' failed: ' || min(error) FROM doomed GROUP BY id
+), fed AS (
+    -- Their children under a fan-in run with partial results ("then_partial") get the error at
+    -- its position and one parent less (released at zero, as in ack_results).
+    SELECT e.child, count(*)::int AS n,
+           jsonb_object_agg(e.position::text, jsonb_build_object('queuey_failed',
+               jsonb_build_object('job_id', ended.id::text, 'error', ended.error))) AS inputs
+    FROM ended JOIN {workflow_edges} AS e ON e.parent = ended.id
+    WHERE e.policy = 'partial'
+    GROUP BY e.child
+), unlinked AS (
+    DELETE FROM {workflow_edges} AS e USING ended WHERE e.parent = ended.id
+), failed_steps AS (
+    UPDATE {table} AS c
+    SET status = 'failed', processed_at = now(),
+        error = 'workflow failed: step ' || d.cause::text || ' failed: ' || d.error
+    FROM (SELECT DISTINCT ON (id) id, cause, error FROM doomed ORDER BY id, cause) AS d
+    WHERE c.id = d.id AND c.status = 'waiting'
+), released AS (
+    UPDATE {table} AS c
+    SET parents_left = c.parents_left - fed.n,
+        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
+        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
+        available_at = now(),
+        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
+            '__queuey_step__', c.step || jsonb_build_object('inputs', (
+                SELECT jsonb_agg(x.value ORDER BY x.key::int)
+                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
+    FROM fed
+    WHERE c.id = fed.child AND c.status = 'waiting'
+    RETURNING c.queue, c.status
+), ready AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
+)
+SELECT id FROM ended_run WHERE (SELECT count(*) FROM ready) >= 0;
 
 -- name: claim_state
 -- Why a fenced settle of run %(attempts)s of row %(id)s was refused: whether this owner still
