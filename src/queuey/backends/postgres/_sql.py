@@ -20,7 +20,7 @@ from queuey.errors import ConfigError
 __all__ = ["Migration", "Statements", "check_identifier", "latest_version", "migrations"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_NAME_LINE = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_NAME_LINE = re.compile(r"^-- (name|part): (\w+)\s*$", re.MULTILINE)
 _INDEXES = (
     "claim", "lease", "done", "expiry", "failed", "cancelled", "unique", "running", "starts",
     "starts_age", "workflow",
@@ -44,9 +44,21 @@ def check_identifier(value: str, what: str) -> str:
 
 @cache
 def _raw_queries() -> dict[str, str]:
+    """The ``-- name:`` statements of ``queries.sql``, each ``{part}`` replaced by the code
+    (comments left out) of its ``-- part:`` block: text several statements share, never run
+    alone."""
     text = resources.files(__package__).joinpath("sql/queries.sql").read_text()
-    parts = _NAME_LINE.split(text)
-    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    pieces = _NAME_LINE.split(text)
+    blocks = zip(pieces[1::3], pieces[2::3], pieces[3::3], strict=True)
+    statements: dict[str, str] = {}
+    parts: dict[str, str] = {}
+    for kind, name, body in blocks:
+        (parts if kind == "part" else statements)[name] = body.strip()
+    for part, body in parts.items():
+        code = "\n".join(line for line in body.splitlines() if not line.startswith("--"))
+        for name, statement in statements.items():
+            statements[name] = statement.replace(f"{{{part}}}", code)
+    return statements
 
 
 def _rendered(name: str, statement: sql.Composed) -> sql.SQL:

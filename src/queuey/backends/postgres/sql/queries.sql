@@ -1,31 +1,37 @@
 -- Every statement the PostgreSQL backend runs, by name. {table} is the schema-qualified message
--- table, composed with psycopg.sql.Identifier (never pasted from user input). Times use the
--- database's clock (now()) only.
+-- table, composed with psycopg.sql.Identifier (never pasted from user input). A "part" is SQL
+-- text several statements share: its code stands where a statement names it in braces. Times
+-- use the database's clock (now()) only.
+
+-- part: publish_rows
+-- The INSERT of a batch of envelopes, pasted into publish and publish_once (a part is never
+-- run alone): one array per column, payloads and headers as one JSON array each
+-- (json_array_elements keeps each text exactly), joined by position n. A topic row with an
+-- empty job_type records a publish nobody subscribes to: done at once.
+INSERT INTO {table} (id, kind, queue, job_type, status, priority, attempts, deferrals,
+                     payload, headers, published_by, enqueued_at_ms, available_at,
+                     expires_at, processed_at)
+SELECT r.id, r.kind, r.queue, r.job_type,
+       CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN 'done' ELSE 'pending' END,
+       r.priority, r.attempt - 1, r.deferrals, p.payload, h.headers,
+       r.published_by, r.enqueued_at_ms,
+       now() + make_interval(secs => %(delay)s::float8),
+       now() + make_interval(secs => %(delay)s::float8 + r.ttl),
+       CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN now() END
+FROM unnest(%(ids)s::uuid[], %(kinds)s::text[], %(queues)s::text[], %(job_types)s::text[],
+            %(priorities)s::int[], %(attempts)s::int[], %(deferrals)s::int[],
+            %(published_by)s::text[], %(enqueued_at_ms)s::bigint[], %(ttls)s::float8[])
+     WITH ORDINALITY
+     AS r(id, kind, queue, job_type, priority, attempt, deferrals, published_by,
+          enqueued_at_ms, ttl, n)
+JOIN json_array_elements(%(payloads)s::json) WITH ORDINALITY AS p(payload, n) USING (n)
+JOIN json_array_elements(%(headers)s::json) WITH ORDINALITY AS h(headers, n) USING (n)
 
 -- name: publish
--- Insert envelopes (one array per column, one round trip) and wake listeners once per queue.
--- Payloads and headers come as one JSON array each (json_array_elements keeps each text exactly),
--- joined by position; rows are inserted in the given order (FIFO within a batch).
--- A topic row with an empty job_type records a publish nobody subscribes to: done at once.
+-- Insert envelopes (one array per column, one round trip) and wake listeners once per queue;
+-- rows are inserted in the given order (FIFO within a batch).
 WITH inserted AS (
-    INSERT INTO {table} (id, kind, queue, job_type, status, priority, attempts, deferrals,
-                         payload, headers, published_by, enqueued_at_ms, available_at,
-                         expires_at, processed_at)
-    SELECT r.id, r.kind, r.queue, r.job_type,
-           CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN 'done' ELSE 'pending' END,
-           r.priority, r.attempt - 1, r.deferrals, p.payload, h.headers,
-           r.published_by, r.enqueued_at_ms,
-           now() + make_interval(secs => %(delay)s::float8),
-           now() + make_interval(secs => %(delay)s::float8 + r.ttl),
-           CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN now() END
-    FROM unnest(%(ids)s::uuid[], %(kinds)s::text[], %(queues)s::text[], %(job_types)s::text[],
-                %(priorities)s::int[], %(attempts)s::int[], %(deferrals)s::int[],
-                %(published_by)s::text[], %(enqueued_at_ms)s::bigint[], %(ttls)s::float8[])
-         WITH ORDINALITY
-         AS r(id, kind, queue, job_type, priority, attempt, deferrals, published_by,
-              enqueued_at_ms, ttl, n)
-    JOIN json_array_elements(%(payloads)s::json) WITH ORDINALITY AS p(payload, n) USING (n)
-    JOIN json_array_elements(%(headers)s::json) WITH ORDINALITY AS h(headers, n) USING (n)
+    {publish_rows}
     ORDER BY n
     RETURNING queue, status
 )
@@ -160,24 +166,7 @@ WITH claimed AS (
                   FOR UPDATE SKIP LOCKED)
     RETURNING key
 ), inserted AS (
-    INSERT INTO {table} (id, kind, queue, job_type, status, priority, attempts, deferrals,
-                         payload, headers, published_by, enqueued_at_ms, available_at,
-                         expires_at, processed_at)
-    SELECT r.id, r.kind, r.queue, r.job_type,
-           CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN 'done' ELSE 'pending' END,
-           r.priority, r.attempt - 1, r.deferrals, p.payload, h.headers,
-           r.published_by, r.enqueued_at_ms,
-           now() + make_interval(secs => %(delay)s::float8),
-           now() + make_interval(secs => %(delay)s::float8 + r.ttl),
-           CASE WHEN r.kind = 'topic' AND r.job_type = '' THEN now() END
-    FROM unnest(%(ids)s::uuid[], %(kinds)s::text[], %(queues)s::text[], %(job_types)s::text[],
-                %(priorities)s::int[], %(attempts)s::int[], %(deferrals)s::int[],
-                %(published_by)s::text[], %(enqueued_at_ms)s::bigint[], %(ttls)s::float8[])
-         WITH ORDINALITY
-         AS r(id, kind, queue, job_type, priority, attempt, deferrals, published_by,
-              enqueued_at_ms, ttl, n)
-    JOIN json_array_elements(%(payloads)s::json) WITH ORDINALITY AS p(payload, n) USING (n)
-    JOIN json_array_elements(%(headers)s::json) WITH ORDINALITY AS h(headers, n) USING (n)
+    {publish_rows}
     WHERE (SELECT fresh FROM claimed)
     ORDER BY n
     RETURNING queue, status

@@ -1,0 +1,20 @@
+"""``queries.sql``'s parts: SQL text several statements share, written once, pasted (code only)
+where a statement names it in braces, and never a statement of its own."""
+
+from __future__ import annotations
+
+from queuey.backends.postgres._sql import Statements, _raw_queries
+
+SHARED_INSERT = 'INSERT INTO "s"."t" (id, kind, queue, job_type, status, priority'
+
+
+def test_a_part_is_pasted_into_each_statement_that_names_it_and_is_no_statement() -> None:
+    assert "publish_rows" not in _raw_queries()
+    statements = Statements("s", "t")
+    texts = {name: statements[name].as_string(None) for name in ("publish", "publish_once")}
+    for name, text in texts.items():
+        assert text.count(SHARED_INSERT) == 1, name
+        assert "{" not in text.replace("{}", ""), f"{name} names a part that was not pasted"
+    body = texts["publish"].split(SHARED_INSERT, 1)[1].split("ORDER BY n", 1)[0]
+    assert body in texts["publish_once"], "both publish the same rows"
+    assert "WHERE (SELECT fresh FROM claimed)" in texts["publish_once"]
