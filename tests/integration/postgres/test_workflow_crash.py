@@ -50,6 +50,14 @@ async def records(url: str, schema: str, kind: str) -> list[str]:
         return [key for (key,) in await cursor.fetchall()]
 
 
+async def lost_runs(url: str, schema: str) -> int:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        query = sql.SQL("SELECT sum(redeliveries) FROM {}")
+        cursor = await conn.execute(query.format(sql.Identifier(schema, "queue_message")))
+        row = await cursor.fetchone()
+        return int(row[0] or 0) if row else 0
+
+
 async def redeliveries(url: str, schema: str) -> dict[str, int]:
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         query = sql.SQL("SELECT id::text, redeliveries FROM {} WHERE job_type = 'flows.Sum'")
@@ -61,7 +69,7 @@ def fan_out(rng: random.Random) -> Workflow[int]:
     groups = [
         group(
             *(
-                Count(text="x" * m, key=f"{g}-{m}", sleep_ms=rng.randint(200, 1200))
+                Count(text="x" * m, key=f"{g}-{m}", sleep_ms=rng.randint(500, 2500))
                 for m in range(MEMBERS)
             )
         ).then(Sum.from_counts)
@@ -96,6 +104,7 @@ async def test_sigkilled_workers_lose_no_step_and_release_each_fan_in_once(
             workers.stop()
         killed = sum(1 for p in workers.procs if p.returncode == -signal.SIGKILL)
     assert killed >= 8
+    assert await lost_runs(database_url, flow_schema) > 0  # kills landed mid-step
     assert total == GROUPS * sum(range(MEMBERS))
     assert await statuses(database_url, flow_schema) == {"done": steps}
     counted = set(await records(database_url, flow_schema, "count"))
