@@ -28,6 +28,7 @@ BELOW_BACKENDS = frozenset(
         "queuey.schedule",
         "queuey.progress",
         "queuey.backends.base",
+        "queuey.backends.steps",
         "queuey.backends._unclosed",
         "queuey.backends._quiet",
         "queuey._extras",

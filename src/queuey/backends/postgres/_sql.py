@@ -62,8 +62,8 @@ def _raw_queries() -> dict[str, str]:
 
 
 def _rendered(name: str, statement: sql.Composed) -> sql.SQL:
-    """``statement`` rendered once, its comment lines replaced by one naming it
-    (``-- queuey: claim``, what ``pg_stat_activity`` and the server log show).
+    """``statement`` rendered once, its comment lines replaced by one naming it (``-- queuey:
+    claim``, what ``pg_stat_activity`` and the server log show), its lines unindented.
 
     psycopg renders a ``Composed`` again on every execution and caches the parsing of a
     statement's placeholders only below 4,096 bytes (the claim with its comments is ~5,900):
@@ -71,7 +71,7 @@ def _rendered(name: str, statement: sql.Composed) -> sql.SQL:
     validated ASCII, so the text is the same in every client encoding.
     """
     lines = statement.as_string(None).splitlines()
-    code = [line for line in lines if not line.lstrip().startswith("--")]
+    code = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("--")]
     return sql.SQL("\n".join([f"-- queuey: {name}", *code]))
 
 
