@@ -36,7 +36,7 @@ from queuey.backends.base import (
     ResultBackend,
     UniqueBackend,
 )
-from queuey.backends.steps import WorkflowBackend
+from queuey.backends.steps import WorkflowBackend, workflows_refused
 from queuey.durations import Duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError, NotSupportedError
@@ -289,10 +289,7 @@ class Producer(ProducerBase[Q]):
             BackendError: nothing was stored.
         """
         if not isinstance(self.backend, WorkflowBackend):
-            raise NotSupportedError(
-                f"{type(self.backend).__name__} cannot run workflows: a step's completion and "
-                "the release of the next steps must commit together; use PostgreSQL or memory"
-            )
+            raise workflows_refused(self.backend)
         target = self._target
         rows, edges = step_rows(
             flow,

@@ -57,6 +57,7 @@ def test_the_sync_twin_never_returns_a_coroutine() -> None:
         "cancel",
         "job",
         "result",
+        "enqueue_workflow",
     }
 
 

@@ -28,6 +28,7 @@ from queuey.backends.base import (
     ResultBackend,
     UniqueBackend,
 )
+from queuey.backends.steps import StepEdge, StepRow, WorkflowBackend, workflows_refused
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, ConfigError, NotSupportedError, ShutDownError
 from queuey.queues import QueueConfig
@@ -218,6 +219,20 @@ class ThreadedBackend:
     def cancel(self, job_id: str) -> CancelResult:
         """As ``Backend.cancel``."""
         return self._call(self.backend.cancel(job_id))
+
+    def start_workflow(
+        self, workflow_id: str, steps: Sequence[StepRow], edges: Sequence[StepEdge]
+    ) -> None:
+        """As ``WorkflowBackend.start_workflow``, blocking the calling thread.
+
+        Raises:
+            NotSupportedError: the backend cannot run workflows (RabbitMQ); nothing was stored.
+            BackendError: nothing was stored.
+            ShutDownError: not open.
+        """
+        if not isinstance(self.backend, WorkflowBackend):
+            raise workflows_refused(self.backend)
+        self._call(self.backend.start_workflow(workflow_id, steps, edges))
 
     def wait_end(self, job_id: str, timeout: float | None) -> JobEnd | None:
         """As ``ResultBackend.wait_end``, on the loop, blocking the calling thread.

@@ -13,6 +13,8 @@ any number of threads may share one.
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import lru_cache
@@ -20,6 +22,7 @@ from typing import Any, TypeVar, cast, overload
 
 from pydantic import TypeAdapter
 
+from queuey._payload import job_payload
 from queuey._runtime.producer_base import ProducerBase, sending_for
 from queuey._runtime.transactions import connection_for
 from queuey.backends.base import (
@@ -31,6 +34,7 @@ from queuey.backends.base import (
     SyncUniqueBackend,
     UniqueBackend,
 )
+from queuey.backends.steps import SyncWorkflowBackend, workflows_refused
 from queuey.durations import Duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError, NotSupportedError
@@ -38,6 +42,7 @@ from queuey.jobs import Job, NoResult, Q, unique_key_of
 from queuey.producer import unique_jobs
 from queuey.results import SyncJobHandle, wait_result
 from queuey.unique import EnqueueResult, UniqueKey
+from queuey.workflows import Workflow, step_rows
 
 __all__ = ["Producer"]
 
@@ -274,6 +279,30 @@ class Producer(ProducerBase[Q]):
         if not isinstance(self.backend, SyncJobLookup):
             raise NotSupportedError(f"{type(self.backend).__name__} cannot look a job up by id")
         return self.backend.job(job_id)
+
+    def enqueue_workflow(self, flow: Workflow[T]) -> SyncJobHandle[T]:
+        """As the async ``Producer.enqueue_workflow``, blocking: store every step of ``flow``
+        at once and return the handle of its last step.
+
+        Raises:
+            TypeError, ConfigError, PayloadError, BackendError: as for the async one.
+            NotSupportedError: the backend cannot run workflows (RabbitMQ, and
+                ``SyncPostgresBackend``: use ``ThreadedBackend`` over ``PostgresBackend``);
+                nothing was stored.
+        """
+        backend = self.backend
+        if not isinstance(backend, SyncWorkflowBackend):
+            raise workflows_refused(backend)
+        target = self._target
+        rows, edges = step_rows(
+            flow,
+            lambda cls: (target(cls)[0], target(cls)[1].name),
+            job_payload,
+            time.time_ns() // 1_000_000,
+        )
+        backend.start_workflow(str(uuid.uuid4()), rows, edges)
+        adapter = flow.last.job_class.__queuey_result__ or _adapter(Any)
+        return SyncJobHandle(flow.last.job_id, backend, adapter)
 
     def result(self, job_id: str, result_type: type[T], *, timeout: Duration | None = None) -> T:
         """As the async ``Producer.result``, blocking the calling thread.

@@ -11,7 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["FailurePolicy", "StepEdge", "StepRow", "WorkflowBackend"]
+from queuey.errors import NotSupportedError
+
+__all__ = [
+    "FailurePolicy",
+    "StepEdge",
+    "StepRow",
+    "SyncWorkflowBackend",
+    "WorkflowBackend",
+    "workflows_refused",
+]
 
 FailurePolicy = Literal["fail", "partial"]
 """What a failed parent does to its child: ``fail`` fails the whole workflow (every step still
@@ -68,3 +77,29 @@ class WorkflowBackend(Protocol):
             BackendError: nothing was stored.
         """
         ...
+
+
+@runtime_checkable
+class SyncWorkflowBackend(Protocol):
+    """A synchronous backend that can start workflows (``ThreadedBackend`` over a
+    ``WorkflowBackend``)."""
+
+    def start_workflow(
+        self, workflow_id: str, steps: Sequence[StepRow], edges: Sequence[StepEdge]
+    ) -> None:
+        """As ``WorkflowBackend.start_workflow``, blocking.
+
+        Raises:
+            NotSupportedError: the backend underneath cannot run workflows; nothing stored.
+            BackendError: nothing was stored.
+        """
+        ...
+
+
+def workflows_refused(backend: object) -> NotSupportedError:
+    """The error for ``backend``, which cannot run workflows."""
+    return NotSupportedError(
+        f"{type(backend).__name__} cannot run workflows: a step's completion and the release "
+        "of the next steps must commit together; use PostgreSQL or memory (a synchronous "
+        "caller: ThreadedBackend over either)"
+    )

@@ -221,10 +221,12 @@ class SyncStore:
                 return run(connection)
         return self._on_pool(run, self.publish_timeout)
 
-    def cancel(self, row_id: str, channel: str) -> str | None:
-        """``cancel``: as ``Store.cancel``; returns the status the row had, ``None`` when no
-        row could be cancelled."""
-        rows = self._fetch("cancel", {"id": row_id, "channel": channel})
+    def cancel(self, row_id: str, channel: str, wake_channel: str) -> str | None:
+        """``cancel``: as ``Store.cancel`` (a running row's owner told on ``channel``; the
+        queues of workflow steps it releases woken on ``wake_channel``); returns the status
+        the row had, ``None`` when no row could be cancelled."""
+        params = {"id": row_id, "channel": channel, "wake_channel": wake_channel}
+        rows = self._fetch("cancel", params)
         return str(rows[0]) if rows else None
 
     def job_info(self, job_id: str) -> JobInfo | None:

@@ -240,7 +240,9 @@ class SyncPostgresBackend:
             ShutDownError: the backend is not open.
         """
         self._check_open()
-        return cancel_result(self._store.cancel(parse_id(job_id), self.cancel_channel))
+        return cancel_result(
+            self._store.cancel(parse_id(job_id), self.cancel_channel, self.channel)
+        )
 
     def job(self, job_id: str) -> JobInfo | None:
         """As ``PostgresBackend.job``: where job ``job_id`` is now, ``None`` when there is no

@@ -1,0 +1,43 @@
+"""``queuey.sync.Producer.enqueue_workflow``: the blocking twin of the async one stores every
+step at once through ``ThreadedBackend`` and hands back the typed handle of the last step; a
+synchronous backend that cannot run workflows refuses before storing anything."""
+
+from __future__ import annotations
+
+import pytest
+
+from queuey import Job, MemoryBackend, NotSupportedError, Queue, QueueSet, sync
+from queuey.backends.postgres import SyncPostgresBackend
+from queuey.workflows import chain
+
+
+class Flow(QueueSet, prefix="syncflow"):
+    steps = Queue()
+
+
+class Start(Job[Flow, int], queue=Flow.steps, name="syncflow.Start"):
+    n: int
+
+
+class Double(Job[Flow, int], queue=Flow.steps, name="syncflow.Double"):
+    n: int
+
+    @classmethod
+    def from_start(cls, n: int) -> Double:
+        return cls(n=n)
+
+
+def test_a_workflow_enqueued_from_sync_code_stores_its_steps_at_once() -> None:
+    with sync.ThreadedBackend(MemoryBackend()) as backend:
+        producer = sync.Producer.create(Flow, backend)
+        handle = producer.enqueue_workflow(chain(Start(n=2), Double.from_start))
+        last = producer.job(handle)
+        assert last is not None and last.state == "waiting"  # until Start has ended
+        assert handle.job_id == str(handle)
+
+
+def test_a_sync_backend_without_workflows_refuses_before_storing() -> None:
+    backend = SyncPostgresBackend("postgresql://nobody@127.0.0.1:1/none")  # never opened
+    producer = sync.Producer.undeclared(Flow, backend)
+    with pytest.raises(NotSupportedError, match="SyncPostgresBackend cannot run workflows"):
+        producer.enqueue_workflow(chain(Start(n=2), Double.from_start))
