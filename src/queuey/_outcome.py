@@ -116,13 +116,21 @@ class DeadLetter:
 @dataclass(frozen=True, slots=True)
 class Cancelled:
     """The job was cancelled while it ran: the backend already records it as cancelled (a
-    terminal state, never retried); the delivery is only freed."""
+    terminal state, never retried); the delivery is only freed.
 
+    Also what a retry or deferral is reported as once the backend ended the job cancelled
+    instead (``superseded_by``: the job that took its unique key while it ran; ``replaced``:
+    the error or reason of the retry or deferral it replaced)."""
+
+    superseded_by: str | None = None
+    replaced: str = ""
     kind: ClassVar[OutcomeKind] = OutcomeKind.CANCELLED
 
     @property
     def text(self) -> str:
-        """Always ``"cancelled"``."""
+        """``"cancelled"``, or ``"superseded by job ID"``."""
+        if self.superseded_by is not None:
+            return f"superseded by job {self.superseded_by}"
         return "cancelled"
 
 

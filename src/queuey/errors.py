@@ -123,8 +123,21 @@ class NotSupportedError(QueueyError):
 
 
 class ResultError(QueueyError):
-    """A handler returned a value that does not validate as its job's result type (the
-    message names the job type, the type and the field); the attempt fails (retryable)."""
+    """A handler returned a value that does not validate as its job's result type, or whose
+    stored JSON would not read back as it (the message names the job type, the type and the
+    field); the attempt fails (retryable). Also raised to a caller whose job's stored result
+    does not read as the type asked for.
+
+    Attributes:
+        job_id: the job's id when a caller's read failed, else ``None``.
+    """
+
+    def __init__(self, message: str, job_id: str | None = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+
+    def __reduce__(self) -> tuple[type[ResultError], tuple[str, str | None]]:
+        return (ResultError, (str(self), self.job_id))
 
 
 class JobFailedError(QueueyError):

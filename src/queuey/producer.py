@@ -345,7 +345,8 @@ class Producer(ProducerBase[Q]):
             UnknownJobError: the backend has no such job (or deleted it after its retention).
             NotSupportedError: the backend keeps no results (RabbitMQ).
             ConfigError: (PostgreSQL) ``job_id`` is not a UUID.
-            pydantic.ValidationError: the stored result is not a valid ``result_type``.
+            ResultError: the stored result does not read as ``result_type`` (its ``job_id``
+                set).
             BackendError: the backend could not be asked.
         """
         adapter: TypeAdapter[T] = _adapter(cast(Any, result_type))

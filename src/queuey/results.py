@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from queuey.backends.base import (
     JobEnd,
@@ -31,7 +31,7 @@ from queuey.backends.base import (
     SyncResultBackend,
 )
 from queuey.durations import Duration, parse_duration
-from queuey.errors import JobFailedError, NotSupportedError, ResultTimeoutError
+from queuey.errors import JobFailedError, NotSupportedError, ResultError, ResultTimeoutError
 from queuey.unique import EnqueueOutcome, EnqueueResult
 
 __all__ = [
@@ -72,7 +72,8 @@ async def await_result(
         UnknownJobError: the backend has no such job.
         NotSupportedError: ``backend`` keeps no results.
         ConfigError: ``timeout`` is not a duration, or ``job_id`` not a UUID (PostgreSQL).
-        pydantic.ValidationError: the stored result does not validate as the type asked for.
+        ResultError: the stored result does not read as the type asked for (its ``job_id``
+            set).
         BackendError: the backend could not be asked.
     """
     waiting = result_backend(backend)
@@ -105,13 +106,22 @@ def _value(job_id: str, end: JobEnd | None, adapter: TypeAdapter[T], seconds: fl
     """The result of a job that ended as ``end`` (``None``: not within ``seconds``).
 
     Raises:
-        ResultTimeoutError, JobFailedError, pydantic.ValidationError: as for ``await_result``.
+        ResultTimeoutError, JobFailedError, ResultError: as for ``await_result``.
     """
     if end is None:
         raise ResultTimeoutError(job_id, seconds or 0.0)
     if end.state != "done":
         raise JobFailedError(job_id, end.state, end.error)
-    return adapter.validate_json("null" if end.result is None else end.result)
+    try:
+        return adapter.validate_json("null" if end.result is None else end.result)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the value"
+        raise ResultError(
+            f"the stored result of job {job_id} does not read as the type asked for: "
+            f"{where}: {first['msg']}; ask for the result type its job declares",
+            job_id,
+        ) from None
 
 
 class JobHandle(EnqueueResult, Generic[T]):
@@ -153,6 +163,8 @@ class JobHandle(EnqueueResult, Generic[T]):
                 job id, the state and the last error.
             ResultTimeoutError: it had not ended within ``timeout``; the job is left alone.
             UnknownJobError: the backend no longer has the job (deleted after its retention).
+            ResultError: the stored result does not read as the result type (its ``job_id``
+                set).
             BackendError: the backend could not be asked.
         """
         return await await_result(self._backend, self.job_id, self._adapter, timeout)
@@ -202,8 +214,8 @@ class SyncJobHandle(EnqueueResult, Generic[T]):
         """As ``JobHandle.result``, blocking the calling thread.
 
         Raises:
-            JobFailedError, ResultTimeoutError, UnknownJobError, BackendError: as for
-                ``JobHandle.result``.
+            JobFailedError, ResultTimeoutError, UnknownJobError, ResultError, BackendError: as
+                for ``JobHandle.result``.
             NotSupportedError: the sync backend cannot wait for results.
         """
         return wait_result(self._backend, self.job_id, self._adapter, timeout)

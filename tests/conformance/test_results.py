@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, TypeAdapter
 
 from queuey import (
     Fatal,
@@ -24,6 +24,7 @@ from queuey import (
     Progress,
     Queue,
     QueueSet,
+    ResultError,
     ResultTimeoutError,
     RetryPolicy,
     Unique,
@@ -247,3 +248,75 @@ async def test_a_refused_duplicates_handle_waits_for_the_job_holding_the_key(
 
     await run_until(worker, lambda: ended(worker) == 1)
     assert await again.result(timeout=10) == 10
+
+
+class Hidden(BaseModel):
+    url: str
+    secret: str = Field(exclude=True)  # required, but left out of the dump
+
+
+class Sized(BaseModel):
+    url: str
+    width: int
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic's serializer warns about NaN
+@pytest.mark.parametrize("case", ["excluded-field", "unvalidated-nan"])
+async def test_a_result_whose_json_does_not_read_back_fails_the_attempt(
+    backend: Backend, case: str
+) -> None:
+    if rabbitmq(backend):
+        return
+    prefix = f"x{uuid.uuid4().hex[:8]}"
+
+    class Queues(QueueSet, prefix=prefix):
+        work = Queue(retry=RetryPolicy.fixed(2, "50ms"))
+
+    class MakeHidden(Job[Queues, Hidden], queue=Queues.work, name=f"{prefix}.MakeHidden"):
+        pass
+
+    class MakeSized(Job[Queues, Sized], queue=Queues.work, name=f"{prefix}.MakeSized"):
+        pass
+
+    worker: Worker[Any] = Worker(Queues, backend)
+
+    @worker.handler(MakeHidden)
+    async def hidden(job: MakeHidden, ctx: JobContext) -> Hidden:
+        return Hidden(url="a", secret="s")
+
+    @worker.handler(MakeSized)
+    async def sized(job: MakeSized, ctx: JobContext) -> Sized:
+        return Sized(url="a", width=1).model_copy(update={"width": float("nan")})
+
+    producer = await Producer.create(Queues, backend)
+    job = MakeHidden() if case == "excluded-field" else MakeSized()
+    handle = await producer.enqueue(job)
+    await run_until(worker, lambda: ended(worker) == 1)
+    with pytest.raises(JobFailedError) as caught:  # never done with a result no one can read
+        await handle.result(timeout=5)
+    error = caught.value.last_error or ""
+    assert caught.value.state == "failed" and type(job).__name__ in error, error
+    assert ("secret" if case == "excluded-field" else "width") in error, error
+    info = await producer.job(handle.job_id)
+    assert info is not None and info.attempts == 2  # failed attempts, retried by the policy
+
+
+async def test_a_stored_result_read_as_another_type_raises_a_result_error(
+    backend: Backend,
+) -> None:
+    kit = make_kit()
+    if rabbitmq(backend):
+        return
+    producer = await Producer.create(kit.queues, backend)
+    handle = await producer.enqueue(kit.Resize(url="w", width=7))
+    worker = worker_for(kit, backend, [])
+    await run_until(worker, lambda: ended(worker) == 1)
+    assert await handle.result(timeout=5) == Thumb(url="w?thumb", width=7)
+    with pytest.raises(ResultError) as caught:  # not pydantic's ValidationError
+        await producer.result(handle.job_id, int, timeout=5)
+    assert caught.value.job_id == handle.job_id
+    assert handle.job_id in str(caught.value) and "does not read as" in str(caught.value)
+    wrong: JobHandle[int] = JobHandle(handle.job_id, backend, TypeAdapter(int))
+    with pytest.raises(ResultError) as again:
+        await wrong.result(timeout=5)
+    assert again.value.job_id == handle.job_id

@@ -6,6 +6,7 @@ back, and is superseded when a newer job holds it by then; the enqueue says what
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -126,9 +127,10 @@ async def test_a_debounce_that_keeps_done_skips_while_the_holder_runs(backend: B
     ids=["pending-only-retry", "pending-only-defer", "debounce-retry", "debounce-defer"],
 )
 async def test_a_job_coming_back_while_a_newer_one_holds_its_key_is_superseded(
-    backend: Backend, unique: Unique, signal: str
+    backend: Backend, unique: Unique, signal: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     needs_unique(backend)
+    caplog.set_level(logging.INFO, logger="queuey")
     queues, Sync = kit(unique, retry=RetryPolicy.fixed(3, "100ms"))
     producer = await Producer.create(queues, backend)
     worker = Worker(queues, backend, concurrency=4, min_defer="100ms")
@@ -162,6 +164,13 @@ async def test_a_job_coming_back_while_a_newer_one_holds_its_key_is_superseded(
     assert info is not None and info.state == "cancelled"
     assert info.last_error is not None
     assert info.last_error.startswith(f"superseded: job {newer} holds its unique key")
+    # The worker reports what the backend did: the job ended cancelled, not a retry/deferral.
+    said = [r.getMessage() for r in caplog.records if older in r.getMessage()]
+    assert not [line for line in said if "retry in" in line or "deferred for" in line], said
+    ended = [line for line in said if "ended cancelled, superseded by job" in line]
+    assert len(ended) == 1 and str(newer) in ended[0] and "not now" in ended[0], said
+    counts = [(s.retried, s.deferred, s.cancelled, s.succeeded) for s in worker.stats.values()]
+    assert [c for c in counts if any(c)] == [(0, 0, 1, 1)]
 
 
 @pytest.mark.parametrize("signal", ["retry", "defer"])

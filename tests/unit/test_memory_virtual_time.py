@@ -95,6 +95,17 @@ async def test_copy_shares_state_and_close_refuses_publishes() -> None:
         await backend.publish([Envelope.new("t", "q", {})])
 
 
+async def test_async_with_closes_the_backend_and_a_closed_one_is_refused() -> None:
+    async with MemoryBackend() as backend:  # as PostgresBackend and RabbitMqBackend
+        assert isinstance(backend, MemoryBackend) and not backend.is_closed()
+        await backend.publish([Envelope.new("t", "q", {})])
+        assert backend.pending("q") == 1
+    assert backend.is_closed()
+    with pytest.raises(ShutDownError):
+        async with backend:
+            pass
+
+
 @pytest.mark.looptime
 async def test_deferred_and_delayed_counts() -> None:
     backend = MemoryBackend()

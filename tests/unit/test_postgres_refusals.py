@@ -72,11 +72,11 @@ class FlakyStore:
     async def extend(self, ids: set[str]) -> set[str]:
         return ids
 
-    async def reschedule(self, *args: object, **kwargs: object) -> bool:
+    async def reschedule(self, *args: object, **kwargs: object) -> tuple[bool, str | None]:
         self.calls += 1
         if self.errors:
             raise self.errors.pop(0)
-        return True
+        return True, None  # recorded, not superseded
 
 
 async def test_a_refused_settle_is_not_retried() -> None:

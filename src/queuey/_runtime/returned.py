@@ -14,7 +14,13 @@ from pydantic import TypeAdapter, ValidationError
 from queuey._payload import check_json
 from queuey.errors import NotSupportedError, PayloadError, ResultError
 
-__all__ = ["refuse_batch_transaction", "refuse_transaction", "result_json", "type_name"]
+__all__ = [
+    "first_error",
+    "refuse_batch_transaction",
+    "refuse_transaction",
+    "result_json",
+    "type_name",
+]
 
 
 def result_json(adapter: TypeAdapter[Any], value: object, job_type: str, shown: str) -> str:
@@ -22,27 +28,42 @@ def result_json(adapter: TypeAdapter[Any], value: object, job_type: str, shown: 
     written as compact JSON text.
 
     Raises:
-        ResultError: ``value`` does not validate, cannot be written, or is not JSON every
-            backend stores alike; the message names ``job_type``, the type and the field.
+        ResultError: ``value`` does not validate, cannot be written, is not JSON every
+            backend stores alike, or its JSON does not read back as the type (validated once
+            more, as a caller reads it); the message names ``job_type``, the type and the
+            field.
     """
     subject = f"the result of {job_type}"
     try:
         valid = adapter.validate_python(value)
         dumped = adapter.dump_python(valid, mode="json")
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the value"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise ResultError(
-            f"{subject} is not a valid {shown}: {where}: {first['msg']}{more}; got "
-            f"{type(value).__name__}"
+            f"{subject} is not a valid {shown}: {first_error(exc)}; got {type(value).__name__}"
         ) from None
     except Exception as exc:  # a user's serializer may raise anything
         raise ResultError(f"{subject} could not be written as {shown}: {exc}") from None
     try:
-        return check_json(dumped, subject, "result")
+        text = check_json(dumped, subject, "result")
     except PayloadError as exc:
         raise ResultError(str(exc)) from None
+    try:  # what the caller reads back: a field left out of the dump, a value written as null
+        adapter.validate_json(text)
+    except ValidationError as exc:
+        raise ResultError(
+            f"{subject} was written as JSON that does not read back as {shown}: "
+            f"{first_error(exc)} (a field excluded from the dump, or a value set without "
+            "validation?)"
+        ) from None
+    return text
+
+
+def first_error(exc: ValidationError) -> str:
+    """``exc``'s first error as ``"where: message"``, with how many more there are."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the value"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"
 
 
 def type_name(result_type: object) -> str:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import Executor
 from typing import Any
 
-from queuey._outcome import Cancelled, LeaseLost, Outcome
+from queuey._outcome import Cancelled, DeferFor, LeaseLost, Outcome, RetryAfter
 from queuey._runtime.faces import Face
 from queuey._runtime.middleware import CallNext, Chain, Failed, Middleware
 from queuey._runtime.settle import refused, release, settle, stopped, unrecordable
@@ -185,8 +185,18 @@ class Runner:
             self._settle_failures += 1
             self.chain.settle_failed(delivery, outcome, exc)
             return exc
-        self.chain.settled(delivery, outcome)
+        self.chain.settled(delivery, as_recorded(delivery, outcome))
         return None
+
+
+def as_recorded(delivery: Delivery, outcome: Outcome) -> Outcome:
+    """``outcome`` as the backend recorded it: a retry or deferral of a unique job whose key
+    another job took while it ran ends cancelled instead (``superseded_by``, set by the
+    delivery's settle on PostgreSQL and in memory)."""
+    rival = getattr(delivery, "superseded_by", None)
+    if rival is not None and isinstance(outcome, RetryAfter | DeferFor):
+        return Cancelled(superseded_by=rival, replaced=outcome.text)
+    return outcome
 
 
 def cancelled_meanwhile(delivery: Delivery) -> bool:

@@ -308,8 +308,8 @@ class Producer(ProducerBase[Q]):
         """As the async ``Producer.result``, blocking the calling thread.
 
         Raises:
-            JobFailedError, ResultTimeoutError, UnknownJobError, BackendError: as for the
-                async ``Producer.result``.
+            JobFailedError, ResultTimeoutError, UnknownJobError, ResultError, BackendError: as
+                for the async ``Producer.result``.
             NotSupportedError: the sync backend cannot wait for results
                 (``SyncPostgresBackend``: use ``ThreadedBackend`` over ``PostgresBackend``).
         """

@@ -268,8 +268,9 @@ class JobFace:
     ) -> tuple[str, tuple[object, ...]]:
         """ "job T ID (QUEUE, attempt N) succeeded", "… failed; retry in 0.085s: …", "…
         deferred for 30.000s: …", "… dead-lettered: …", "… cancelled while it ran; not
-        retried", "… lost its lease while it ran …" (the full job id, for ``queuey jobs
-        show``)."""
+        retried", "… ended cancelled, superseded by job ID (which holds its unique key),
+        instead of being run again: …", "… lost its lease while it ran …" (the full job id,
+        for ``queuey jobs show``)."""
         subject = "job %s %s (%s, attempt %d) "
         who = (envelope.job_type, envelope.job_id, envelope.queue, envelope.attempt)
         match outcome:
@@ -281,6 +282,12 @@ class JobFace:
                 return subject + "deferred for %.3fs: %s", (*who, delay.total_seconds(), reason)
             case DeadLetter(reason=reason):
                 return subject + "dead-lettered: %s", (*who, reason)
+            case Cancelled(superseded_by=str() as rival, replaced=replaced):
+                return (
+                    subject + "ended cancelled, superseded by job %s (which holds its unique "
+                    "key), instead of being run again: %s",
+                    (*who, rival, replaced),
+                )
             case Cancelled():
                 return subject + "cancelled while it ran; not retried", who
             case LeaseLost():

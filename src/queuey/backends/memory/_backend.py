@@ -252,6 +252,18 @@ class MemoryBackend:
         await self._store.open_runs.wait()
         self._store.close()
 
+    async def __aenter__(self) -> MemoryBackend:
+        """``async with MemoryBackend() as backend:`` closes it on the way out (``close``).
+
+        Raises:
+            ShutDownError: the backend was closed; create a new one.
+        """
+        self._store.check_open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
     # -- schedules ----------------------------------------------------------------------------
 
     async def clock(self) -> datetime:

@@ -65,6 +65,9 @@ class MemoryDelivery:
         self._envelope = envelope
         self._on_settled = on_settled
         self._settled = False
+        self.superseded_by: str | None = None
+        """Set by a retry or deferral that ended the job cancelled instead: the id of the job
+        that took its unique key while it ran."""
         self._cancel: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         store.running[envelope.job_id] = self._cancel
         record = store.jobs.get(envelope.job_id)
@@ -127,7 +130,8 @@ class MemoryDelivery:
         self._store.check_open()
         self._settle()
         self._queue.acked.append(self._envelope)
-        if self._store.superseded(self._queue, envelope):
+        self.superseded_by = self._store.superseded(self._queue, envelope)
+        if self.superseded_by is not None:
             return
         self._store.publish([envelope], delay)
         self._store.track(envelope, "pending", ran=False, error=error, failure=failure)
@@ -137,7 +141,8 @@ class MemoryDelivery:
         self._store.check_open()
         self._settle()
         self._queue.acked.append(self._envelope)
-        if not self._store.superseded(self._queue, envelope):
+        self.superseded_by = self._store.superseded(self._queue, envelope)
+        if self.superseded_by is None:
             self._store.defer(envelope, delay)
 
     async def dead_letter(self, reason: str, failure: AttemptError | None = None) -> None:
@@ -152,7 +157,7 @@ class MemoryDelivery:
     async def release(self) -> None:
         """Put the envelope back in its queue untouched."""
         self._settle()
-        if not self._store.superseded(self._queue, self._envelope):
+        if self._store.superseded(self._queue, self._envelope) is None:
             self._store.insert(self._envelope)
 
     def _moved(self, state: State) -> None:

@@ -315,20 +315,21 @@ class Store:
             results.append(EnqueueResult(holder, outcome="skipped"))
         return results
 
-    def superseded(self, queue: QueueState, envelope: Envelope) -> bool:
-        """Whether ``envelope``'s job, going back to pending, is superseded: another job took
-        its unique key while it ran. It then ends cancelled, saying which job holds the key
-        (logged at WARNING), and must not be made deliverable again."""
+    def superseded(self, queue: QueueState, envelope: Envelope) -> str | None:
+        """The id of the job that supersedes ``envelope``'s job, going back to pending (it took
+        its unique key while this one ran), else ``None``. A superseded job ends cancelled,
+        saying which job holds the key (logged at WARNING), and must not be made deliverable
+        again."""
         rival = self.keys.back(envelope.job_id)
         if rival is None:
-            return False
+            return None
         queue.cancelled.append(envelope)
         reason = superseded(rival)
         self.track(envelope, "cancelled", ran=False, error=reason)
         self.keys.release(envelope.job_id)
         log.warning("job %s ends cancelled, %s", envelope.job_id, reason)
         self._activity.set()
-        return True
+        return rival
 
     def _replace(self, job_id: str, envelope: Envelope, delay: timedelta | None) -> None:
         """Pending job ``job_id`` takes ``envelope``'s payload and headers, due after

@@ -31,6 +31,7 @@ from queuey.errors import BackendError
 __all__ = ["SETTLE_ATTEMPTS", "Completer", "landed"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 SETTLE_ATTEMPTS = 5
 """Tries of a settle statement across lost connections."""
@@ -144,9 +145,11 @@ class Completer:
         ttl: float | None,
         error: str | None,
         failure: str | None = None,
-    ) -> None:
-        """Record a retry or deferral (``Store.reschedule``)."""
-        await self._settle(
+    ) -> str | None:
+        """Record a retry or deferral (``Store.reschedule``); returns the id of the job that
+        superseded this one (it took its unique key while it ran: the row ended cancelled
+        instead), else ``None``."""
+        _, rival = await self._settle(
             row_id,
             self.recovery.landed(
                 lambda store: store.reschedule(
@@ -161,7 +164,9 @@ class Completer:
                     failure=failure,
                 )
             ),
+            lambda done: done[0],
         )
+        return rival
 
     async def dead_letter(
         self, row_id: str, attempts: int, reason: str, failure: str | None = None
@@ -180,8 +185,10 @@ class Completer:
         lease hands it back then)."""
         await self._settle(row_id, landed(lambda: self._store.release(row_id, attempts)))
 
-    async def _settle(self, row_id: str, settle: Awaitable[bool]) -> None:
-        """Await ``settle``, the row held until it ends.
+    async def _settle(
+        self, row_id: str, settle: Awaitable[R], recorded: Callable[[R], bool] = bool
+    ) -> R:
+        """Await ``settle``, the row held until it ends; returns what it returned.
 
         Raises:
             RefusedError: the database refused it for its values.
@@ -189,15 +196,16 @@ class Completer:
             LostClaimError: the fence refused it.
         """
         try:
-            recorded = await settle
+            done = await settle
         except RefusedError:
             raise  # the job's own log fields name it
         except BackendError as exc:
             raise BackendError(f"could not record outcome of job {row_id}: {exc}") from None
         finally:
             self.held.discard(row_id)
-        if not recorded:
+        if not recorded(done):
             raise lost_claim(row_id)
+        return done
 
     async def close(self) -> None:
         """Fail the acks and the outcomes still waiting (their rows are redelivered after the

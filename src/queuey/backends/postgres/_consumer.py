@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from queuey._text import clean_text
 from queuey.attempts import AttemptError
@@ -51,6 +51,8 @@ from queuey.queues import QueueConfig
 __all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "Slots"]
 
 log = logging.getLogger("queuey.postgres")
+
+T = TypeVar("T")
 
 """Error texts and reasons are kept to this many UTF-8 bytes."""
 
@@ -108,6 +110,9 @@ class PgDelivery:
         self._completed = False
         self._settling = False
         self._freed = False
+        self.superseded_by: str | None = None
+        """Set by a retry or deferral that ended the row cancelled instead: the id of the job
+        that took its unique key while it ran."""
 
     @property
     def envelope(self) -> Envelope:
@@ -176,10 +181,10 @@ class PgDelivery:
             f"job {self.row_id} was cancelled while it ran; the outcome was not recorded"
         )
 
-    async def _fenced(self, settle: Awaitable[None]) -> None:
+    async def _fenced(self, settle: Awaitable[T]) -> T:
         """Await ``settle``; a refusal by the fence raises ``_refusal()``."""
         try:
-            await settle
+            return await settle
         except LostClaimError:
             raise await self._refusal() from None
 
@@ -270,7 +275,7 @@ class PgDelivery:
         seconds = delay.total_seconds()
         consumer = self._consumer
         try:
-            await self._fenced(
+            self.superseded_by = await self._fenced(
                 consumer.completer.reschedule(
                     self.row_id,
                     self._claim.envelope.attempt,

@@ -388,7 +388,8 @@ class Store:
     async def release(self, row_id: str, attempts: int) -> bool:
         """``release``: hand run ``attempts`` of ``row_id`` back, due now, the run not counted.
         Like every fenced settle, ``False`` when this owner no longer holds that run."""
-        return await self._back("release", row_id, attempts, {})
+        landed, _ = await self._back("release", row_id, attempts, {})
+        return landed
 
     async def reschedule(
         self,
@@ -402,10 +403,12 @@ class Store:
         ttl: float | None,
         error: str | None,
         failure: str | None = None,
-    ) -> bool:
+    ) -> tuple[bool, str | None]:
         """``reschedule`` (a retry or deferral): pending again after ``delay`` seconds with these
         counts, expiring ``ttl`` seconds after that, ``error`` kept unless ``None``, ``failure``
-        (an attempt error as JSON text) added to the row's errors unless ``None``."""
+        (an attempt error as JSON text) added to the row's errors unless ``None``. Returns
+        whether the fence let it land, and the id of the job that superseded this one (the
+        row then ended cancelled), else ``None``."""
         changes = {
             "next_attempts": next_attempts,
             "deferrals": deferrals,
@@ -470,7 +473,9 @@ class Store:
         rows = await self._fetch("cancel", params, scalar_row)
         return str(rows[0]) if rows else None
 
-    async def _back(self, name: str, row_id: str, attempts: int, params: Params) -> bool:
+    async def _back(
+        self, name: str, row_id: str, attempts: int, params: Params
+    ) -> tuple[bool, str | None]:
         """A fenced statement that puts the row back to pending, where a unique job takes its
         key back or ends superseded (logged at WARNING). Run again when another row took the
         key between the statement's snapshot and its write (it then sees that row)."""
@@ -490,7 +495,8 @@ class Store:
                 rows[0][1],
                 extra={"job_id": row_id},
             )
-        return bool(rows)
+            return True, str(rows[0][1])
+        return bool(rows), None
 
     async def _fenced(self, name: str, row_id: str, attempts: int, params: Params) -> bool:
         fence = {"id": row_id, "owner": self.owner, "attempts": attempts}
