@@ -71,9 +71,14 @@ async def main() -> None:
     try:
         await failing.result(timeout="30s")
     except JobFailedError as exc:  # dead-lettered (or cancelled): its id, state and last error
-        print(exc.state, exc.last_error)  # failed width must be positive, got 0
+        print(exc.state, exc.last_error)
+        # failed max attempts (1) exhausted after attempt 1: width must be positive, got 0
     # --8<-- [end:await]
     assert thumb == Thumb(url="/cat.png?w=64", width=64)
+    dead = await producer.job(failing.job_id)
+    assert dead is not None and dead.last_error == (
+        "max attempts (1) exhausted after attempt 1: width must be positive, got 0"
+    )
     info = await producer.job(handle.job_id)
     assert info is not None and info.result == {"url": "/cat.png?w=64", "width": 64}
     assert info.progress is not None and info.progress.done == 75

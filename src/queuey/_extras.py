@@ -7,7 +7,7 @@ install something is built here, so they all name the right distribution.
 
 from __future__ import annotations
 
-__all__ = ["DISTRIBUTION", "install_hint", "missing_extra"]
+__all__ = ["DISTRIBUTION", "extra_message", "install_hint", "missing_extra"]
 
 DISTRIBUTION = "queuey-jobs"
 """The distribution name: ``pip install queuey-jobs``."""
@@ -27,3 +27,13 @@ def missing_extra(what: str, extras: str, exc: ImportError) -> ImportError:
         f"{what} needs the {extras} extra: {install_hint(extras)} (no module named {missing!r})",
         name=exc.name,
     )
+
+
+def extra_message(what: str, extras: str, exc: ImportError) -> str:
+    """The one-line error for ``what`` failing to import: ``exc``'s own text when it already
+    names the install command (an error from :func:`missing_extra`), else ``what`` needs the
+    extra, the install command and ``exc``."""
+    hint = install_hint(extras)
+    if hint in str(exc):
+        return str(exc)
+    return f"{what} needs the {extras} extra ({hint}): {exc}"

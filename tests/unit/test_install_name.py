@@ -74,6 +74,26 @@ def test_a_missing_extra_is_one_line_with_its_install_command(
     assert "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: ") and install_hint(hint) in line, line
+    assert line.count("pip install") == 1, line  # said once
+
+
+@pytest.mark.parametrize(("command", "hint"), [("dashboard", "dashboard"), ("serve", "http")])
+def test_a_command_of_a_missing_extra_says_what_to_install_once(
+    tmp_path: Path, command: str, hint: str
+) -> None:
+    config = tmp_path / "app.toml"
+    config.write_text("")
+    argv = [command, "--config", str(config)]
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT.format(modules=["starlette", "jinja2"], argv=argv)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and install_hint(hint) in line, line
+    assert line.count("pip install") == 1 and line.count("needs the") == 1, line
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from queuey._extras import install_hint
+from queuey._extras import extra_message
 from queuey.cli._observe import log_format_option
 from queuey.cli._root import SCHEMA, fail, main, remember_option, run_async, run_until_signal
 from queuey.cli._topics import CONFIG, _load_app, app_database_url, run_command
@@ -46,7 +46,7 @@ def _settings(app_config: Any) -> _Settings:
         from queuey.dashboard import DashboardConfig
         from queuey.http import AccessPolicy, HttpConfig
     except ImportError as exc:
-        fail(f"the dashboard needs the dashboard extra ({install_hint('dashboard')}): {exc}")
+        fail(extra_message("the dashboard", "dashboard", exc))
     try:
         http = HttpConfig.from_table(app_config.tables.get("http", {}), app_config.path)
         dashboard = DashboardConfig.from_table(app_config.tables.get("dashboard"), app_config.path)

@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from queuey._extras import install_hint
+from queuey._extras import extra_message
 from queuey.backends.base import JobLookup
 from queuey.cli._observe import log_format_option
 from queuey.cli._root import SCHEMA, fail, main, remember_option, run_async, run_until_signal
@@ -43,7 +43,7 @@ def serve_command(
         from queuey.http import AccessPolicy, HttpConfig, publish_app
         from queuey.http.server import HttpServer, timeouts
     except ImportError as exc:
-        fail(f"queuey serve needs the http extra ({install_hint('http')}): {exc}")
+        fail(extra_message("queuey serve", "http", exc))
     from queuey.topics import TopicPublisher, load_app_config
 
     try:

@@ -282,4 +282,17 @@ def db_migrate(database_url: str | None, schema: str) -> None:
 
     url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
     applied = run_async(migrate(url, schema=schema))
-    click.echo(f"schema {schema!r}: applied {len(applied)} migration(s) {applied or ''}".strip())
+    click.echo(_migrated(schema, applied))
+
+
+def _migrated(schema: str, applied: list[str]) -> str:
+    """What ``db migrate`` did, in the version numbers a schema error names (numbers have gaps,
+    so the count of applied migrations is not the version)."""
+    from queuey.backends.postgres import LATEST_VERSION
+
+    if not applied:
+        return f"schema {schema!r}: already at version {LATEST_VERSION} (nothing to apply)"
+    return (
+        f"schema {schema!r}: now at version {LATEST_VERSION} "
+        f"(applied {len(applied)} migration(s): {', '.join(applied)})"
+    )
