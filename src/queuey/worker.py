@@ -22,6 +22,7 @@ from queuey._runtime.cancellation import CANCEL_GRACE
 from queuey._runtime.engine import Engine
 from queuey._runtime.faces.job import JobFace
 from queuey._runtime.middleware import Middleware, SettledCallback
+from queuey._runtime.processes import refuse_while_starting
 from queuey._runtime.scheduler import Scheduler, job_entries, running, schedule_backend
 from queuey._runtime.stats import QueueStats
 from queuey._validation import check_int
@@ -110,7 +111,11 @@ class Worker(Engine, Generic[Q]):
             bench.handler_processes``); a process costs a fresh interpreter (about a second to
             start, importing the handler's module) and its memory. In the process the
             context has no run controls: ``ctx.cancelled`` is false and ``ctx.transaction()``
-            raises ``NotSupportedError``. Async handlers run on the event loop either way.
+            raises ``NotSupportedError``. A process imports the main module again: a script
+            must start its worker under ``if __name__ == "__main__":`` (without it, the
+            ``Worker`` made in a starting process raises ``ConfigError``). A killed (or crashed)
+            process takes the processes its handler started with it (its process group).
+            Async handlers run on the event loop either way.
         min_defer: the shortest hold of a deferral (default 1 s; not zero): a shorter
             ``Defer`` (``Defer(0)`` too) holds the job this long, so a job that keeps deferring
             at the queue's top priority cannot starve the jobs behind it.
@@ -124,7 +129,8 @@ class Worker(Engine, Generic[Q]):
             a zero duration, a ``max_deferrals`` that is not a whole number >= 0, a member of
             ``middleware`` that is not a ``Middleware``, a ``plain_handlers`` other than
             ``"thread"`` or ``"process"``, a plain handler that does not pickle registered
-            with ``plain_handlers="process"``, a schedule whose job is of another set
+            with ``plain_handlers="process"`` or in a handler process that is starting (a
+            script without the ``__main__`` guard), a schedule whose job is of another set
             or whose name is taken, or schedules on a backend that cannot keep them (RabbitMQ).
     """
 
@@ -165,6 +171,8 @@ class Worker(Engine, Generic[Q]):
         self.close_backend_on_shutdown = close_backend_on_shutdown
         self.plain_handlers = _plain_handlers(plain_handlers)
         processes = self.plain_handlers == "process"
+        if processes:
+            refuse_while_starting()
         self._face = JobFace(queue_set, self.job_timeout, self.deferrals, processes)
         self._extra = (on_settled, tuple(middleware))
         own = [] if on_settled is None else [SettledCallback(on_settled, self._face)]

@@ -11,9 +11,15 @@ defined at module level), the child reports when it starts calling it and what i
 raised. ``kill(run)`` ends the child running it with SIGKILL at once (its slot is free as soon
 as the child is reaped, within milliseconds); the next run starts a fresh child.
 
-A child ignores SIGINT (a Ctrl-C in the terminal is the worker's to handle), and ends on its
-own when its parent process is gone (checked every ``ORPHAN_CHECK`` seconds), so nothing of a
-run outlives the worker process that started it.
+Each child leads a process group of its own (``setsid``), which the processes its handler
+starts join: a kill, a child that ends during a run (a crash), and a child whose parent process
+is gone (checked every ``ORPHAN_CHECK`` seconds) take the whole group down, so nothing of a
+run outlives the kill nor the worker process that started it. A child ignores SIGINT (a Ctrl-C
+in the terminal is the worker's to handle).
+
+A spawned child imports the main module again; a script that starts a worker at import (no
+``if __name__ == "__main__":`` guard) would run again in each child: ``refuse_while_starting``
+stops it there with an error naming the guard, and the run fails saying so.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from concurrent.futures import Executor, Future
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-__all__ = ["ORPHAN_CHECK", "HandlerProcesses", "ProcessDiedError"]
+from queuey.errors import ConfigError
+
+__all__ = ["ORPHAN_CHECK", "HandlerProcesses", "ProcessDiedError", "refuse_while_starting"]
 
 T = TypeVar("T")
 
@@ -39,9 +47,30 @@ ORPHAN_CHECK = 0.2
 Started = Callable[[float], None]
 """Told (from a reader thread) the monotonic time at which the child began the call."""
 
+REAP_WAIT = 2.0
+"""Seconds a process whose pipe closed is waited for, to read its exit code."""
+
+GUARD = (
+    'a script whose handlers run in processes needs the `if __name__ == "__main__":` guard '
+    "around the code that starts the worker (each handler process imports the main module "
+    "again)"
+)
+
 
 class ProcessDiedError(RuntimeError):
     """The process running the handler ended before the handler returned (killed, or crashed)."""
+
+
+def refuse_while_starting() -> None:
+    """Refuse to run handlers in processes from a process that is still starting (importing
+    its parent's main module again).
+
+    Raises:
+        ConfigError: this process is a handler process importing a script that starts a
+            worker outside an ``if __name__ == "__main__":`` guard.
+    """
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise ConfigError(f"a worker was started while a handler process was starting: {GUARD}")
 
 
 class _Run:
@@ -67,7 +96,10 @@ class _Child:
         theirs.close()
         self.conn: Connection = ours
         self.run: _Run | None = None
+        self.ready = False  # the child finished starting (it imported the main module)
+        self.killed = False
         self._pool = pool
+        self._reaping = threading.Lock()
         threading.Thread(target=self._read, name=f"{name}-reader", daemon=True).start()
 
     def send(self, run: _Run, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -93,6 +125,9 @@ class _Child:
                     "raised",
                     RuntimeError(f"the handler's reply could not be read: {exc}"),
                 )
+            if kind == "ready":
+                self.ready = True
+                continue
             run = self.run
             if run is None:
                 continue
@@ -110,15 +145,44 @@ class _Child:
 
     def _ended(self) -> None:
         run, self.run = self.run, None
+        if run is not None:  # what the crashed run started (before the reap frees the number)
+            _kill_group(self.process.pid)
+        code = self.reap(REAP_WAIT)
         self._pool.gone(self)
         if run is not None and not run.future.done():
-            code = self.process.exitcode
-            run.future.set_exception(ProcessDiedError(f"the handler's process ended ({code})"))
+            run.future.set_exception(ProcessDiedError(self._why(code)))
+
+    def _why(self, code: int | None) -> str:
+        if self.killed:
+            return "the handler's process was killed"
+        if code is None:
+            how = "its exit code unknown"
+        elif code < 0:
+            how = f"killed by signal {-code}"
+        else:
+            how = f"exit code {code}"
+        if not self.ready:
+            return f"the handler's process ended ({how}) while starting, see its output: {GUARD}"
+        return f"the handler's process ended ({how})"
+
+    def reap(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for the process to end; its exit code (negative: the
+        signal that ended it), ``None`` while it runs."""
+        deadline = time.monotonic() + timeout
+        with self._reaping:  # one waitpid at a time: a second one would see no child
+            self.process.join(timeout)
+            # Reaped by another thread (multiprocessing's own cleanup) a moment before its
+            # code is stored: wait for it.
+            while self.process.exitcode is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            return self.process.exitcode
 
     def kill(self) -> None:
-        """End the process now (SIGKILL) and reap it."""
-        self.process.kill()
-        self.process.join(5)
+        """End the process and the processes it started now (SIGKILL) and reap it."""
+        self.killed = True
+        _kill_group(self.process.pid)
+        self.process.kill()  # still starting: not yet leading its group
+        self.reap(5)
         self.conn.close()
 
     def stop(self) -> None:
@@ -135,9 +199,13 @@ class HandlerProcesses(Executor):
     Args:
         size: the most processes (>= 1).
         name_prefix: names the processes (``<prefix>_0``, ...).
+
+    Raises:
+        ConfigError: made in a process still starting (see ``refuse_while_starting``).
     """
 
     def __init__(self, size: int, name_prefix: str = "queuey-handler") -> None:
+        refuse_while_starting()
         self.size = size
         self._prefix = name_prefix
         self._lock = threading.Lock()
@@ -258,14 +326,16 @@ class HandlerProcesses(Executor):
             child.kill()
         if wait:
             for child in idle:
-                child.process.join(5)
+                child.reap(5)
 
 
 def _serve(conn: Connection, parent: int) -> None:
     """A child's loop: call what arrives, report its start and its end, until told to stop
     (``None``), the pipe closes, or the parent process is gone."""
+    os.setsid()  # a process group of its own, for the processes the handler starts
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    conn.send(("ready", None))
     while True:
         try:
             work = conn.recv()
@@ -298,7 +368,19 @@ def _reply(conn: Connection, reply: tuple[str, Any]) -> None:
 
 
 def _watch_parent(parent: int) -> None:
-    """End this process when its parent is gone (it was re-parented)."""
+    """End this process and its group when its parent is gone (it was re-parented)."""
     while os.getppid() == parent:
         time.sleep(ORPHAN_CHECK)
+    os.killpg(0, signal.SIGKILL)
     os._exit(1)
+
+
+def _kill_group(leader: int | None) -> None:
+    """SIGKILL the process group ``leader`` leads (a pid is not reused while a group has its
+    number); nothing when there is none (not yet formed, or all its processes ended)."""
+    if leader is None:
+        return
+    try:
+        os.killpg(leader, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
