@@ -102,7 +102,9 @@ class BackendUnavailableError(BackendError):
     """The server could not be reached in time (down, restarting, unreachable) or the
     connection broke: the same call may succeed later. An enqueue that found no connection
     within its backend's ``publish_timeout`` wrote nothing, and its message says for how long
-    it was tried. The HTTP publish endpoint answers it with 503 and ``Retry-After``."""
+    it was tried; one whose statement the database did not answer within it (PostgreSQL) may
+    or may not have been written, and says so (a retry is at-least-once). The HTTP publish
+    endpoint answers it with 503 and ``Retry-After``."""
 
 
 class UnknownQueueError(BackendError):

@@ -106,8 +106,11 @@ class PostgresBackend:
             was tried (or, when every connection of a full pool stayed busy that long, saying
             so: raise ``pool_size``), and nothing is written. One on the caller's own connection
             (``connection=``) is not bounded by it: that connection, its transaction and its
-            own timeouts decide. A statement already running is not cut short (a large
-            ``enqueue_many`` takes what it takes).
+            own timeouts decide. A statement the database does not answer within it (plus
+            1 ms per row beyond the first of a batch, so a large ``enqueue_many`` is not cut
+            short) raises ``BackendUnavailableError`` saying the rows may or may not have been
+            written (a retry is at-least-once; unique or idempotency keys make it safe), and
+            its connection is dropped.
         poll_only: no LISTEN connection (for PgBouncer in transaction mode): poll only. Nothing
             then outlives a transaction on the pool's connections: claims run on plain pooled
             connections, with no session settings of their own, and no statement is prepared
@@ -321,7 +324,8 @@ class PostgresBackend:
             TypeError: ``connection`` is not a psycopg ``AsyncConnection`` (a synchronous
                 ``psycopg.Connection`` cannot be awaited); nothing was written.
             BackendUnavailableError: no connection within ``publish_timeout`` (the database
-                is unreachable); nothing was written.
+                is unreachable; nothing was written), or no answer within it (the rows may
+                or may not have been written).
             BackendError: nothing was written.
             ShutDownError: the backend is not open.
         """
@@ -335,10 +339,10 @@ class PostgresBackend:
             query, params = single_params(envelopes[0], seconds, self._ttl, self.channel)
             await self._store.publish(query, params, connection)
         elif (rows := copy_rows(envelopes, seconds, self._ttl)) is not None:
-            await self._store.publish_copy(*rows, self.channel, connection)
+            await self._store.publish_copy(*rows, self.channel, connection, len(envelopes))
         else:
             params = bulk_params(envelopes, seconds, self._ttl, self.channel)
-            await self._store.publish("publish", params, connection)
+            await self._store.publish("publish", params, connection, len(envelopes))
 
     async def start_workflow(
         self, workflow_id: str, steps: Sequence[StepRow], edges: Sequence[StepEdge]
@@ -389,7 +393,7 @@ class PostgresBackend:
         sent, sent_keys, where = fold(envelopes, keys)
         seconds = 0.0 if delay is None else delay.total_seconds()
         params = unique_params(sent, sent_keys, seconds, self._ttl, self.channel)
-        rows = await self._store.publish_unique(params, connection)
+        rows = await self._store.publish_unique(params, connection, len(envelopes))
         return unique_results(rows, where, keys)
 
     async def publish_once(
@@ -409,7 +413,7 @@ class PostgresBackend:
         """
         self._check_open()
         params = once_params(envelopes, idempotency, self._ttl, self.channel)
-        first = await self._store.publish_once(params, connection)
+        first = await self._store.publish_once(params, connection, len(envelopes))
         return FirstPublication(tuple(first.ids), first.fingerprint, first.fresh)
 
     # -- schedules -----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ like a pooled one when it sat idle (a check that fails hands it back to the pool
 takes a pooled connection), and a publish that fails on it hands it back to the pool too. A
 publish waits for a connection at most its ``timeout`` (the backend's ``publish_timeout``):
 when none comes, the database is unreachable (or every connection of a full pool stayed busy),
-which ``no_connection`` says.
+which ``no_connection`` says. Waiting for the answer is bounded by the store (``_answer``).
 """
 
 from __future__ import annotations
@@ -25,13 +25,20 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from queuey.backends.postgres._answer import checking
 from queuey.backends.postgres._claiming import ClaimConnections
 from queuey.backends.postgres._errors import DatabaseUnavailableError, no_connection, server_of
 from queuey.backends.postgres._outage import POOL_NAME_PREFIX, POOLED, quiet_pool_logs
 
-__all__ = ["IDLE_CHECK_SECS", "Connection", "Connections", "Lent", "Pool"]
+__all__ = ["CONNECT_TIMEOUT_SECS", "IDLE_CHECK_SECS", "Connection", "Connections", "Lent", "Pool"]
+
+CONNECT_TIMEOUT_SECS = 10
+"""libpq's ``connect_timeout`` of the pool's connections when the URL sets none: a connection
+attempt into a network partition (nothing answers, nothing refuses) gives up after this long
+and the pool tries again, instead of waiting minutes for TCP."""
 
 IDLE_CHECK_SECS = 2.0
 """A pooled connection unused for longer than this (seconds) is checked before it is lent."""
@@ -45,6 +52,7 @@ _last_used: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], float] = (
 
 async def _check_if_idle(conn: psycopg.AsyncConnection[Any]) -> None:
     if time.monotonic() - _last_used.get(conn, 0.0) > IDLE_CHECK_SECS:
+        checking(conn)  # a bounded publish shuts it down if the check gets no answer
         await AsyncConnectionPool.check_connection(conn)
 
 
@@ -127,6 +135,15 @@ def _pool_name(application_name: str) -> str:
     return f"{POOL_NAME_PREFIX} {application_name}"
 
 
+def _connect_timeout(conninfo: str) -> dict[str, Any]:
+    """``connect_timeout`` for the pool's connections, unless ``conninfo`` sets one."""
+    try:
+        given = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return {}
+    return {} if "connect_timeout" in given else {"connect_timeout": CONNECT_TIMEOUT_SECS}
+
+
 class Pool:
     """An autocommit pool of 1..``max_size`` connections named ``application_name``, opened by
     ``open``, plus the connection kept for publishes and those kept for claims
@@ -161,6 +178,7 @@ class Pool:
                 "autocommit": True,
                 "application_name": application_name[:63],
                 **({"prepare_threshold": None} if pooled_server else {}),
+                **_connect_timeout(conninfo),
             },
             check=_check_if_idle,
             reset=_mark_used,

@@ -14,7 +14,7 @@ inspections raise it.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from operator import attrgetter
@@ -27,12 +27,14 @@ from psycopg.rows import AsyncRowFactory, class_row, scalar_row, tuple_row
 
 from queuey.attempts import MAX_ATTEMPT_ERRORS
 from queuey.backends.base import JobInfo
+from queuey.backends.postgres._answer import NoAnswerError, answered, no_answer, publish_bound
 from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
 from queuey.backends.postgres._errors import (
     DatabaseUnavailableError,
     KeyTakenError,
     UndefinedTableError,
     database_errors,
+    server_of,
 )
 from queuey.backends.postgres._flow import limited_claim
 from queuey.backends.postgres._pool import Connection, Connections, Lent
@@ -120,6 +122,15 @@ class Store:
         if self._connections is None:
             raise RuntimeError("this store runs statements only inside session()")
         return self._connections
+
+    async def _answered(self, work: Callable[[Connection], Awaitable[R]], count: int) -> R:
+        """``work`` on the publishing connection, answered within the bound of a publish of
+        ``count`` rows (``_answer``; a session's own connection is not bounded)."""
+        where = self._where()
+        loan = where.publishing(self.publish_timeout)
+        bound = None if isinstance(where, Lent) else publish_bound(self.publish_timeout, count)
+        server = server_of(self._conninfo)
+        return await answered(loan, work, bound, lambda waited: no_answer(server, waited))
 
     async def _run(
         self,
@@ -235,15 +246,22 @@ class Store:
     # -- publish (publish, publish_one, publish_job) -------------------------------------------
 
     async def publish(
-        self, query: PublishQuery, params: Params, connection: Connection | None = None
+        self,
+        query: PublishQuery,
+        params: Params,
+        connection: Connection | None = None,
+        count: int = 1,
     ) -> None:
         """Insert rows and notify their queues with ``query``, all or nothing: on
-        ``connection`` (the caller's transaction) or on a connection of the store.
+        ``connection`` (the caller's transaction) or on a connection of the store, waiting for
+        the answer at most the bound of ``count`` rows (``publish_bound``).
 
         Raises:
+            DatabaseUnavailableError: no connection, or no answer within the bound (then the
+                rows may or may not have been written).
             BackendError: nothing was written.
         """
-        await self._publishing(query, params, connection, None)
+        await self._publishing(query, params, connection, None, count)
 
     async def _publishing(
         self,
@@ -251,6 +269,7 @@ class Store:
         params: Params,
         connection: Connection | None,
         rows: AsyncRowFactory[R] | None,
+        count: int = 1,
     ) -> list[R]:
         """Run a publishing statement on ``connection`` or the publishing connection; its rows
         with ``rows`` (none without)."""
@@ -259,14 +278,22 @@ class Store:
             with database_errors():
                 if connection is not None:
                     return await _execute(connection, statement, params, rows)
-                async with self._where().publishing(self.publish_timeout) as conn:
-                    return await _execute(conn, statement, params, rows)
+                return await self._answered(
+                    lambda conn: _execute(conn, statement, params, rows), count
+                )
+        except NoAnswerError:
+            raise  # checking the pool now would wait on the same silence
         except DatabaseUnavailableError:
             await self._where().recheck()
             raise
 
     async def publish_copy(
-        self, data: str, queues: Sequence[str], channel: str, connection: Connection | None
+        self,
+        data: str,
+        queues: Sequence[str],
+        channel: str,
+        connection: Connection | None,
+        count: int = 1,
     ) -> None:
         """``publish_copy`` then ``notify_queues``, in one transaction (the caller's, when
         ``connection`` is given): all or nothing, on ``connection`` or the publishing
@@ -285,8 +312,9 @@ class Store:
                 if connection is not None:
                     await self._copy(connection, data, queues, channel)
                     return
-                async with self._where().publishing(self.publish_timeout) as conn:
-                    await self._copy(conn, data, queues, channel)
+                await self._answered(lambda conn: self._copy(conn, data, queues, channel), count)
+        except NoAnswerError:
+            raise  # checking the pool now would wait on the same silence
         except DatabaseUnavailableError:
             await self._where().recheck()
             raise
@@ -304,23 +332,29 @@ class Store:
         params = {"channel": channel, "queues": text_array(queues)}
         await conn.execute(self.statements["notify_queues"], params)
 
-    async def publish_unique(self, params: Params, connection: Connection | None) -> list[Enqueued]:
+    async def publish_unique(
+        self, params: Params, connection: Connection | None, count: int = 1
+    ) -> list[Enqueued]:
         """``publish_unique``: insert rows unless their unique key is held; per row, in order,
         the id written or found and whether it was inserted.
 
         Raises:
             BackendError: nothing was written.
         """
-        return await self._publishing("publish_unique", params, connection, class_row(Enqueued))
+        rows = class_row(Enqueued)
+        return await self._publishing("publish_unique", params, connection, rows, count)
 
-    async def publish_once(self, params: Params, connection: Connection | None) -> FirstUse:
+    async def publish_once(
+        self, params: Params, connection: Connection | None, count: int = 1
+    ) -> FirstUse:
         """``publish_once``: insert rows unless the idempotency key was used within the window;
         the key's first publication either way.
 
         Raises:
             BackendError: nothing was written.
         """
-        rows = await self._publishing("publish_once", params, connection, class_row(FirstUse))
+        first = class_row(FirstUse)
+        rows = await self._publishing("publish_once", params, connection, first, count)
         return rows[0]
 
     # -- claim and settle ----------------------------------------------------------------------
