@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 from queuey import JobFailedError, NotSupportedError, Producer, Worker
-from queuey.backends.base import Backend
+from queuey.backends.base import Backend, DepthBackend
 from queuey.workflows import chain, group
 from tests.integration.postgres.workflow_app import (
     Count,
@@ -85,3 +85,12 @@ async def test_a_cancelled_step_fails_or_reaches_the_steps_after_it(backend: Bac
     finally:
         worker.shutdown()
         await running
+
+
+async def test_queue_depths_count_waiting_steps(backend: Backend) -> None:
+    if not isinstance(backend, DepthBackend):
+        pytest.skip("the backend does not count its queues")
+    producer = await Producer.create(FlowQueues, backend)
+    await producer.enqueue_workflow(chain(Fetch(url="a"), Count.from_page, Double.from_count))
+    (depth,) = [d for d in await backend.queue_depths() if d.queue == FlowQueues.steps.name]
+    assert (depth.pending, depth.waiting, depth.running, depth.failed) == (1, 2, 0, 0)

@@ -95,8 +95,9 @@ ends, staying running and held until then), ``"not_found"``
 (no pending, scheduled or running job has this id: unknown, finished or already cancelled)."""
 
 JobState = Literal["pending", "running", "done", "failed", "cancelled", "waiting"]
-"""Where a job is: waiting (due now, or scheduled for later: see ``JobInfo.due_at``), being run
-by a worker, handled, failed for good (a dead letter, kept for a person), or cancelled."""
+"""Where a job is: pending (due now, or scheduled for later: see ``JobInfo.due_at``), being run
+by a worker, handled, failed for good (a dead letter, kept for a person), cancelled, or waiting
+(a workflow step whose parents have not all ended; it is never claimed until they have)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,8 @@ class JobInfo:
         kind: ``"job"`` or ``"topic"``.
         queue: the queue name (a topic message's topic).
         job_type: the job's name (a topic message's subscriber).
-        state: ``"pending"``, ``"running"``, ``"done"``, ``"failed"`` or ``"cancelled"``.
+        state: ``"pending"``, ``"running"``, ``"done"``, ``"failed"``, ``"cancelled"`` or
+            ``"waiting"`` (a workflow step whose parents have not all ended: never claimed).
         attempts: runs started (0 before the first; a deferral gives its run back).
         redeliveries: runs that ended with a lost worker (PostgreSQL leases).
         deferrals: times a handler deferred it.
@@ -413,6 +415,7 @@ class QueueDepth:
         failed: messages that failed for good and wait for a person.
         oldest_pending_secs: how long the oldest due message has waited since it became due
             (seconds, the backend's clock); ``None`` when nothing is due.
+        waiting: workflow steps whose parents have not all ended (never claimed until then).
     """
 
     kind: Kind
@@ -422,6 +425,7 @@ class QueueDepth:
     running: int
     failed: int
     oldest_pending_secs: float | None
+    waiting: int = 0
 
 
 @runtime_checkable

@@ -48,8 +48,9 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "serve": (("_http",), "Serve POST <base>/queues/{topic} until SIGINT/SIGTERM."),
     "status": (
         ("_ops",),
-        "Per queue: rows due now (pending), delayed or waiting for a retry (scheduled), running "
-        "and failed, and how long the oldest due row has waited (database clock).",
+        "Per queue: rows due now (pending), delayed or waiting for a retry (scheduled), running, "
+        "failed, and workflow steps whose parents have not ended (waiting), and how long the "
+        "oldest due row has waited (database clock).",
     ),
     "worker": (("_jobs",), "Run TARGET until SIGINT/SIGTERM, then shut it down gracefully."),
 }

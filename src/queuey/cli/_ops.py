@@ -91,14 +91,15 @@ def wide_console() -> Console:
 @SCHEMA
 @_JSON
 def status_command(database_url: str | None, schema: str, as_json: bool) -> None:
-    """Per queue: rows due now (pending), delayed or waiting for a retry (scheduled), running and
-    failed, and how long the oldest due row has waited (database clock). Queues holding only
-    done rows are not listed. Exits 0 even when nothing is listed.
+    """Per queue: rows due now (pending), delayed or waiting for a retry (scheduled), running,
+    failed, and workflow steps whose parents have not ended (waiting), and how long the oldest
+    due row has waited (database clock). Queues holding only done rows are not listed. Exits 0
+    even when nothing is listed.
 
     \b
     --json prints one object:
       {"queues": [{"kind": "job" | "topic", "queue": str, "pending": int,
-                   "scheduled": int, "running": int, "failed": int,
+                   "scheduled": int, "running": int, "failed": int, "waiting": int,
                    "oldest_pending_secs": float | null}]}
     ordered by kind, then queue; oldest_pending_secs is null when nothing is due.
     """
@@ -111,7 +112,7 @@ def status_command(database_url: str | None, schema: str, as_json: bool) -> None
     elif rows:
         wide_console().print(view.status_table(rows, f"queuey status (schema {schema})"))
     else:
-        click.echo(f"no pending, running or failed rows in schema {schema}")
+        click.echo(f"no pending, running, failed or waiting rows in schema {schema}")
 
 
 @main.group("failed")

@@ -33,7 +33,9 @@ __all__ = [
     "status_table",
 ]
 
-_STATUS_COLUMNS = ("queue", "kind", "pending", "scheduled", "running", "failed", "oldest pending")
+_STATUS_COLUMNS = (
+    "queue", "kind", "pending", "scheduled", "running", "failed", "waiting", "oldest pending"
+)  # fmt: skip
 
 
 def format_age(seconds: float | None) -> str:
@@ -68,6 +70,7 @@ def status_json(rows: Sequence[QueueStatus]) -> dict[str, Any]:
                 "scheduled": row.scheduled,
                 "running": row.running,
                 "failed": row.failed,
+                "waiting": row.waiting,
                 "oldest_pending_secs": row.oldest_pending_secs,
             }
             for row in rows
@@ -81,7 +84,7 @@ def status_table(rows: Sequence[QueueStatus], title: str) -> Table:
     for index, column in enumerate(_STATUS_COLUMNS):
         table.add_column(column, justify="left" if index < 2 else "right")
     for row in rows:
-        counts = (row.pending, row.scheduled, row.running, row.failed)
+        counts = (row.pending, row.scheduled, row.running, row.failed, row.waiting)
         table.add_row(
             Text(printable(row.queue)),
             Text(printable(row.kind)),

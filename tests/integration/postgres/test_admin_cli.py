@@ -193,18 +193,20 @@ async def test_status_json_counts_each_state_per_queue(land: Land) -> None:
     assert 90 <= queues["ops.images"]["oldest_pending_secs"] < 120
     assert queues["ops.emails"]["oldest_pending_secs"] is None
     assert set(queues["ops.slow"]) == {
-        "kind", "queue", "pending", "scheduled", "running", "failed", "oldest_pending_secs"
+        "kind", "queue", "pending", "scheduled", "running", "failed", "waiting",
+        "oldest_pending_secs",
     }  # fmt: skip
 
 
 async def test_status_table(land: Land) -> None:
     result = await land.cli("status")
     assert result.exit_code == 0, result.output
-    for header in ("queue", "kind", "pending", "scheduled", "running", "failed", "oldest pending"):
+    headers = ("queue", "kind", "pending", "scheduled", "running", "failed", "waiting")
+    for header in (*headers, "oldest pending"):
         assert header in result.stdout
     images = next(line for line in result.stdout.splitlines() if "ops.images" in line)
     assert [cell.strip() for cell in images.split("│")[1:-1]] == [
-        "ops.images", "job", "1", "1", "0", "0", images.split("│")[-2].strip()
+        "ops.images", "job", "1", "1", "0", "0", "0", images.split("│")[-2].strip()
     ]  # fmt: skip
     assert images.split("│")[-2].strip().startswith("1m 3")
 
@@ -212,7 +214,7 @@ async def test_status_table(land: Land) -> None:
 async def test_status_of_an_empty_schema_says_so(database_url: str, pg_schema: str) -> None:
     result = await invoke(["status", "--database-url", database_url, "--schema", pg_schema])
     assert result.exit_code == 0
-    assert "no pending, running or failed rows" in result.stdout
+    assert "no pending, running, failed or waiting rows" in result.stdout
     result = await invoke(
         ["status", "--json", "--database-url", database_url, "--schema", pg_schema]
     )

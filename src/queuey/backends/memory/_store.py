@@ -189,7 +189,14 @@ class Store:
         one's wait is on the event loop's clock."""
         config = queue.config
         counts = (len(queue.pending), queue.delayed, queue.held, len(queue.dead))
-        if not any(counts):
+        waiting = sum(
+            1
+            for record in self.jobs.values()
+            if record.state == "waiting"
+            and record.envelope.queue == config.name
+            and record.envelope.kind == config.kind
+        )
+        if not any(counts) and not waiting:
             return None
         dues = [
             self.jobs[p.envelope.job_id].due
@@ -197,7 +204,9 @@ class Store:
             if p.envelope.job_id in self.jobs
         ]
         oldest = max(0.0, now() - min(dues)) if dues else None
-        return QueueDepth(config.kind, config.name, *counts, oldest_pending_secs=oldest)
+        return QueueDepth(
+            config.kind, config.name, *counts, oldest_pending_secs=oldest, waiting=waiting
+        )
 
     def check_open(self) -> None:
         """Raises:

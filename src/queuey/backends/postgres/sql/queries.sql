@@ -1080,15 +1080,17 @@ SELECT 1 AS alive;
 -- discard touch only failed rows, in one statement each, so they are safe while workers run.
 
 -- name: ops_status
--- Per (kind, queue): due, scheduled, running and failed rows, and how long the oldest due row
--- has waited (seconds, NULL when none). One arm per status so each can use its partial index;
--- done rows are never read.
+-- Per (kind, queue): due, scheduled, running, failed and waiting (workflow steps whose parents
+-- have not ended) rows, and how long the oldest due row has waited (seconds, NULL when none).
+-- One arm per status so each can use its partial index; done rows are never read.
 WITH live AS (
     SELECT kind, queue, status, available_at FROM {table} WHERE status = 'pending'
     UNION ALL
     SELECT kind, queue, status, NULL FROM {table} WHERE status = 'running'
     UNION ALL
     SELECT kind, queue, status, NULL FROM {table} WHERE status = 'failed'
+    UNION ALL
+    SELECT kind, queue, status, NULL FROM {table} WHERE status = 'waiting'
 )
 SELECT kind, queue,
        count(*) FILTER (WHERE status = 'pending' AND available_at <= now()) AS pending,
@@ -1097,7 +1099,8 @@ SELECT kind, queue,
        count(*) FILTER (WHERE status = 'failed') AS failed,
        extract(epoch FROM now() - min(available_at) FILTER (WHERE status = 'pending'
                                                              AND available_at <= now()))::float8
-           AS oldest_pending_secs
+           AS oldest_pending_secs,
+       count(*) FILTER (WHERE status = 'waiting') AS waiting
 FROM live
 GROUP BY kind, queue
 ORDER BY kind, queue;
