@@ -8,9 +8,10 @@ invalid (even on a public route); 403 wrong role or organisation class; 413 body
 the ``X-Queuey-Priority`` header, that is not a whole number in range, or a malformed
 ``Idempotency-Key``); then 202 with the publication, or 503 with ``Retry-After`` when the
 backend is unreachable (no connection within its ``publish_timeout``: nothing was written, the
-same request may succeed later), or 500 when it fails otherwise. With an
-``Idempotency-Key`` header, a key already used within ``[queues] idempotency_hours`` writes
-nothing and answers 200 with the first publication; the same key with another topic or body is
+same request may succeed later; or no answer within it: the message may or may not have been
+written, and a retry with the same ``Idempotency-Key`` is safe), or 500 when it fails
+otherwise. With an ``Idempotency-Key`` header, a key already used within
+``[queues] idempotency_hours`` writes nothing and answers 200 with the first publication; the same key with another topic or body is
 409. Every error body is ``{"error": "..."}`` and never quotes a credential.
 
 Whatever follows ``{base}/queues/`` is the topic, so a malformed one (empty, with a slash,

@@ -111,8 +111,9 @@ def _responses() -> dict[str, Any]:
         "409": "The Idempotency-Key was used for another topic or body; nothing was recorded",
         "413": "The body is larger than the limit",
         "500": "The message could not be queued; nothing was recorded",
-        "503": "The backend is unreachable (no connection within its publish_timeout); "
-        "nothing was recorded: retry after the Retry-After header's seconds",
+        "503": "The backend is unreachable (no connection within its publish_timeout: nothing "
+        "was recorded; or no answer within it: the message may or may not have been recorded, "
+        "an Idempotency-Key makes the retry safe): retry after the Retry-After header's seconds",
     }
     publication = {"application/json": {"schema": {"$ref": "#/components/schemas/Publication"}}}
     responses: dict[str, Any] = {
