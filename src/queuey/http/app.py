@@ -11,8 +11,9 @@ backend is unreachable (no connection within its ``publish_timeout``: nothing wa
 same request may succeed later; or no answer within it: the message may or may not have been
 written, and a retry with the same ``Idempotency-Key`` is safe), or 500 when it fails
 otherwise. With an ``Idempotency-Key`` header, a key already used within
-``[queues] idempotency_hours`` writes nothing and answers 200 with the first publication; the same key with another topic or body is
-409. Every error body is ``{"error": "..."}`` and never quotes a credential.
+``[queues] idempotency_hours`` writes nothing and answers 200 with the first publication; the
+same key with another topic or body is 409. Every error body is ``{"error": "..."}`` and never
+quotes a credential.
 
 Whatever follows ``{base}/queues/`` is the topic, so a malformed one (empty, with a slash,
 encoded or not, a newline or another character a topic cannot have) reaches the topic check
