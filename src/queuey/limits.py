@@ -22,12 +22,21 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from queuey._validation import Site, check_int, shown
 from queuey.durations import Duration, parse_duration
 
-__all__ = ["Concurrency", "FlowLimit", "LimitSpec", "RateLimit", "resolve_limits"]
+__all__ = [
+    "Concurrency",
+    "FlowLimit",
+    "LimitSpec",
+    "RateLimit",
+    "ThrottleBackend",
+    "ThrottleTally",
+    "Throttled",
+    "resolve_limits",
+]
 
 
 def _fields(by: Iterable[str] | str) -> tuple[str, ...]:
@@ -155,3 +164,53 @@ def resolve_limits(
             raise site.error("limits", f"per: a window of at least 1ms, got {per:g}s")
         specs.append(LimitSpec(job_type, item.by, item.limit, per))
     return tuple(specs)
+
+
+@dataclass(frozen=True, slots=True)
+class Throttled:
+    """How one kind of a queue's limits held due rows back, in this process.
+
+    Attributes:
+        queue: the queue's name.
+        limit: ``"concurrency"`` or ``"rate"``.
+        claims: claims since the backend opened that held at least one due row back.
+        held: the due rows the latest claim held back (at most the rows one claim considers:
+            200 on PostgreSQL).
+    """
+
+    queue: str
+    limit: str
+    claims: int
+    held: int
+
+
+class ThrottleTally:
+    """What a backend's claims held back, per queue and limit kind (``Throttled``): a few
+    dictionary updates per claim of a limited queue, read by the metrics."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], list[int]] = {}
+
+    def record(self, queue: str, limit: str, held: int) -> None:
+        """A claim of ``queue`` held ``held`` due rows back under its ``limit`` kind."""
+        row = self._seen.setdefault((queue, limit), [0, 0])
+        if held > 0:
+            row[0] += 1
+        row[1] = held
+
+    def snapshot(self) -> list[Throttled]:
+        """Every queue and limit kind recorded so far, ordered by queue then kind."""
+        return [
+            Throttled(queue, limit, claims, held)
+            for (queue, limit), (claims, held) in sorted(self._seen.items())
+        ]
+
+
+@runtime_checkable
+class ThrottleBackend(Protocol):
+    """A backend whose claims report what flow limits held back (PostgreSQL, memory)."""
+
+    def throttled(self) -> list[Throttled]:
+        """What this process's claims held back so far, per queue and limit kind; read from
+        memory (no round trip)."""
+        ...

@@ -60,8 +60,8 @@ CLAIM = {
 
 def claim(names: Sequence[str], config: QueueConfig) -> Claim:
     make = claim_rows(config)(FakeCursor(names))  # type: ignore[arg-type]
-    row, due = make([CLAIM[name] for name in names])
-    assert row is not None and due is None
+    row, due, held = make([CLAIM[name] for name in names])
+    assert row is not None and due is None and held is None
     return row
 
 
@@ -69,7 +69,14 @@ def test_the_row_of_a_claim_that_took_nothing_carries_only_the_due_time() -> Non
     names = list(CLAIM)
     make = claim_rows(QueueConfig("q"))(FakeCursor(names))  # type: ignore[arg-type]
     values = {name: None for name in names} | {"due_in": 2.5}
-    assert make([values[name] for name in names]) == (None, 2.5)
+    assert make([values[name] for name in names]) == (None, 2.5, None)
+
+
+def test_a_limited_claim_row_carries_what_its_limits_held_back() -> None:
+    names = [*CLAIM, "held_concurrency", "held_rate"]
+    make = claim_rows(QueueConfig("q"), limited=True)(FakeCursor(names))  # type: ignore[arg-type]
+    values = {name: None for name in names} | {"due_in": 0.2, "held_concurrency": 2, "held_rate": 0}
+    assert make([values[name] for name in names]) == (None, 0.2, (2, 0))
 
 
 @pytest.mark.parametrize("order", [list(CLAIM), sorted(CLAIM), list(reversed(CLAIM))])

@@ -17,6 +17,11 @@ Names follow Prometheus conventions (``_total`` counters, ``_seconds`` units):
 - ``queuey_queue_depth{queue,state}`` (``pending``, ``scheduled``, ``running``, ``failed``) and
   ``queuey_queue_oldest_pending_age_seconds{queue}``: read from the backend every
   ``depth_interval`` by one query for all queues (``DepthSampler``), never per scrape.
+- ``queuey_jobs_throttled_total{queue,limit}`` (``limit``: ``concurrency`` or ``rate``): claims
+  of a queue with flow limits that held at least one due job back; and
+  ``queuey_jobs_held_back{queue,limit}``: the due jobs the latest claim held back (at most the
+  rows one claim considers). Counted by the claims themselves (no extra query), carried over
+  every ``depth_interval`` with the depths (PostgreSQL, memory).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from queuey._runtime.middleware import CallNext, Middleware
 from queuey._validation import check_float
 from queuey.backends.base import Delivery, DepthBackend, QueueDepth
 from queuey.errors import BackendError, ConfigError
+from queuey.limits import ThrottleBackend, Throttled
 
 try:
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -112,6 +118,30 @@ class Metrics:
             registry=where,
         )
 
+        self.throttled = Counter(
+            "queuey_jobs_throttled",
+            "Claims that flow limits made hold due jobs back, per queue and limit kind.",
+            ["queue", "limit"],
+            registry=where,
+        )
+        self.held_back = Gauge(
+            "queuey_jobs_held_back",
+            "Due jobs the latest claim held back under flow limits, per queue and limit kind.",
+            ["queue", "limit"],
+            registry=where,
+        )
+        self._throttled_seen: dict[tuple[str, str], int] = {}
+
+    def record_throttled(self, throttled: Sequence[Throttled]) -> None:
+        """Carry a backend's running totals (``ThrottleBackend.throttled``) into the throttle
+        series: the counter grows by what is new since the last call."""
+        for item in throttled:
+            key = (item.queue, item.limit)
+            new = item.claims - self._throttled_seen.get(key, 0)
+            self._throttled_seen[key] = item.claims
+            self.throttled.labels(*key).inc(max(new, 0))
+            self.held_back.labels(*key).set(item.held)
+
     def record_depths(self, depths: Sequence[QueueDepth]) -> None:
         """Set the depth gauges to ``depths`` (kinds sharing a name are summed); a queue
         that has emptied reads 0."""
@@ -189,7 +219,8 @@ class Measure(Middleware):
 
 class DepthSampler:
     """Reads every queue's depth from ``backend`` into ``metrics`` every
-    ``metrics.depth_interval`` (one query for all queues), while ``run`` runs.
+    ``metrics.depth_interval`` (one query for all queues), with what its claims held back under
+    flow limits (counted in memory), while ``run`` runs.
 
     A backend that cannot count its queues at once (RabbitMQ: read its own
     ``rabbitmq_prometheus`` metrics instead) leaves the gauges unset. A failed read is logged
@@ -198,10 +229,13 @@ class DepthSampler:
 
     def __init__(self, backend: object, metrics: Metrics) -> None:
         self._backend = backend if isinstance(backend, DepthBackend) else None
+        self._throttle = backend if isinstance(backend, ThrottleBackend) else None
         self._metrics = metrics
 
     async def sample(self) -> None:
         """Read the depths once. Never raises ``BackendError``."""
+        if self._throttle is not None:
+            self._metrics.record_throttled(self._throttle.throttled())
         if self._backend is None:
             return
         try:

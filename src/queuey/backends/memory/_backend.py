@@ -21,6 +21,7 @@ from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import MAX_DURATION
 from queuey.envelope import Envelope, Kind
 from queuey.errors import BackendError, UnknownJobError
+from queuey.limits import Throttled, ThrottleTally
 from queuey.queues import QueueConfig
 from queuey.schedule import ScheduleRecord
 from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State, UniqueKey
@@ -54,6 +55,7 @@ class MemoryBackend:
 
     def __init__(self, *, start: datetime | None = None, _store: Store | None = None) -> None:
         self._store = _store or Store(start)
+        self._tally = ThrottleTally()
         if self._store.steps.on_end is None:
             self._store.steps.on_end = self._step_ended
 
@@ -189,7 +191,13 @@ class MemoryBackend:
         """A consumer honouring ``queue.prefetch`` as unsettled deliveries, and
         ``queue.limits`` (flow limits, in this process, on the loop's clock)."""
         state = self._queue(queue.name, queue.kind)
-        return MemoryConsumer(self._store, state, queue.prefetch, queue.job_types, queue.limits)
+        return MemoryConsumer(
+            self._store, state, queue.prefetch, queue.job_types, queue.limits, self._tally
+        )
+
+    def throttled(self) -> list[Throttled]:
+        """What this backend's consumers held back under flow limits (``ThrottleBackend``)."""
+        return self._tally.snapshot()
 
     async def count_pending(self, queue: str, kind: Kind = "job") -> int:
         """Same as ``pending(queue)``."""

@@ -23,7 +23,7 @@ from queuey.backends.memory._flow import Holds
 from queuey.backends.memory._store import QueueState, Store, now
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, NotSupportedError
-from queuey.limits import LimitSpec
+from queuey.limits import LimitSpec, ThrottleTally
 from queuey.progress import Progress
 from queuey.unique import State
 
@@ -194,6 +194,7 @@ class MemoryConsumer:
         limits: the flow limits of the queue and its job types (``queuey.limits``): a job is
             handed out only while each has room for its key; otherwise the consumer sleeps
             until the next one may start.
+        tally: where to count what the limits held back (``ThrottleTally``).
     """
 
     def __init__(
@@ -203,9 +204,11 @@ class MemoryConsumer:
         prefetch: int,
         job_types: tuple[str, ...] | None = None,
         limits: tuple[LimitSpec, ...] = (),
+        tally: ThrottleTally | None = None,
     ) -> None:
         self._store = store
         self._limits = limits
+        self._tally = tally
         self._timer: asyncio.TimerHandle | None = None
         self._job_types = None if job_types is None else frozenset(job_types)
         self._queue = queue
@@ -262,6 +265,7 @@ class MemoryConsumer:
         pending = self._queue.pending
         index = 0
         soonest: float | None = None  # when a job held back by a rate window may start
+        held = {"concurrency": 0, "rate": 0}
         while index < len(pending):
             item = pending[index]
             if item.expires_at is not None and now() > item.expires_at:
@@ -274,14 +278,26 @@ class MemoryConsumer:
                 wait = self._queue.flow.wait(self._limits, item.envelope, now())
                 if wait is None:
                     del pending[index]
+                    self._count(held)
                     return item.envelope
+                held["concurrency" if wait == float("inf") else "rate"] += 1
                 soonest = wait if soonest is None else min(soonest, wait)
                 index += 1  # its key is full under a flow limit: it is not taken yet
             else:
                 index += 1  # another consumer's job type, or a successor waiting: leave it
         if soonest is not None and soonest != float("inf"):
             self._wake_after(soonest)
+        self._count(held)
         return None
+
+    def _count(self, held: dict[str, int]) -> None:
+        """Tell the tally what this look at the queue held back, per limit kind the queue has
+        (a row held back by both kinds counts as held by its concurrency cap)."""
+        if self._tally is None or not self._limits:
+            return
+        kinds = {"concurrency" if spec.per is None else "rate" for spec in self._limits}
+        for kind in sorted(kinds):
+            self._tally.record(self._queue.config.name, kind, held[kind])
 
     def _wake_after(self, seconds: float) -> None:
         if self._timer is not None:

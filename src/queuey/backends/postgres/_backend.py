@@ -57,6 +57,7 @@ from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
+from queuey.limits import Throttled
 from queuey.queues import QueueConfig
 from queuey.schedule import ScheduleRecord
 from queuey.secrets import redact
@@ -552,6 +553,11 @@ class PostgresBackend:
         """Whether the database answers, as last seen: open, and no outage noticed by the
         consumers, the LISTEN session or maintenance."""
         return self._state == "open" and not self._outage.down
+
+    def throttled(self) -> list[Throttled]:
+        """What this backend's claims held back under flow limits (``ThrottleBackend``),
+        counted from the claims' own results (no round trip)."""
+        return self._store.throttle.snapshot()
 
     async def queue_depths(self) -> list[QueueDepth]:
         """Every (kind, queue) with live rows, counted in one statement (``ops_status``):

@@ -7,9 +7,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from queuey.limits import LimitSpec
+from queuey.limits import LimitSpec, ThrottleTally
+from queuey.queues import QueueConfig
 
-__all__ = ["CONCURRENCY_RECHECK", "SCAN", "limited_claim"]
+__all__ = ["CONCURRENCY_RECHECK", "SCAN", "count_held", "limited_claim"]
 
 SCAN = 200
 """How many of a limited queue's oldest due rows a claim considers (in claim order)."""
@@ -39,3 +40,14 @@ def limited_claim(limits: Sequence[LimitSpec]) -> dict[str, Any]:
         "horizon": max(windows, default=0.0),
         "recheck": CONCURRENCY_RECHECK,
     }
+
+
+def count_held(tally: ThrottleTally, config: QueueConfig, held: tuple[int, int]) -> None:
+    """Tell ``tally`` what one claim of ``config``'s queue held back: ``held`` is the due rows
+    its concurrency caps and its rate limits held back (a kind the queue has no limit of is
+    not recorded)."""
+    kinds = {spec.per is None for spec in config.limits}
+    if True in kinds:
+        tally.record(config.name, "concurrency", int(held[0]))
+    if False in kinds:
+        tally.record(config.name, "rate", int(held[1]))

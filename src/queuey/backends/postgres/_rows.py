@@ -248,6 +248,7 @@ _CLAIM_COLUMNS = (
     "waited",
     "due_in",
 )
+_HELD_COLUMNS = ("held_concurrency", "held_rate")
 
 
 def _columns(cursor: psycopg.AsyncCursor[Any], wanted: Sequence[str]) -> list[int] | None:
@@ -277,15 +278,17 @@ def json_value(text: str) -> Any:
         return json.loads(text)
 
 
-ClaimRow = tuple[Claim | None, float | None]
+ClaimRow = tuple[Claim | None, float | None, tuple[int, int] | None]
 """One row of the ``claim`` statement: the row claimed (``None`` on the one row of a claim that
-took nothing) and ``due_in``, the seconds until the queue's next row falls due as the statement
-reports it (``None`` on a full claim or when nothing is scheduled)."""
+took nothing), ``due_in``, the seconds until the queue's next row falls due as the statement
+reports it (``None`` on a full claim or when nothing is scheduled), and (``claim_limited``
+only) the due rows its concurrency caps and its rate limits held back."""
 
 
-def claim_rows(config: QueueConfig) -> AsyncRowFactory[ClaimRow]:
+def claim_rows(config: QueueConfig, limited: bool = False) -> AsyncRowFactory[ClaimRow]:
     """The row factory of the ``claim`` statement for ``config``'s queue: each row becomes a
-    ``Claim`` whose envelope names the queue and its kind, with the statement's ``due_in``."""
+    ``Claim`` whose envelope names the queue and its kind, with the statement's ``due_in``
+    (and, ``limited``: ``claim_limited``'s held-back counts)."""
     queue, kind = config.name, config.kind
     trusted = Envelope.trusted
     loads = json_value
@@ -296,11 +299,13 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[ClaimRow]:
             return no_result
         i_id, i_type, i_attempts, i_deferrals, i_priority, i_payload = at[:6]
         i_headers, i_by, i_ms, i_position, i_redeliveries, i_waited, i_due = at[6:]
+        held_at = _columns(cursor, _HELD_COLUMNS) if limited else None
 
         def make(values: Sequence[Any]) -> ClaimRow:
             row_id = values[i_id]
+            held = None if held_at is None else (values[held_at[0]], values[held_at[1]])
             if row_id is None:  # the claim took nothing: only due_in is told
-                return None, values[i_due]
+                return None, values[i_due], held
             raw = values[i_headers]  # json text, NULL when empty
             headers = loads(raw) if raw else {}
             if published_by := values[i_by]:
@@ -320,7 +325,7 @@ def claim_rows(config: QueueConfig) -> AsyncRowFactory[ClaimRow]:
                 kind,
                 values[i_redeliveries],
             )
-            return Claim(envelope, values[i_position], values[i_waited]), values[i_due]
+            return Claim(envelope, values[i_position], values[i_waited]), values[i_due], held
 
         return make
 

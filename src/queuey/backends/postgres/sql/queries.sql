@@ -308,6 +308,8 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(kind)s || ':' || %(queue)s, 29))
 -- later; for a key with more rows waiting than room, when the oldest start in its window
 -- (this claim's, if none before) leaves it, or %(recheck)s under a concurrency cap (a
 -- completion in another process sends no notification); whichever is first.
+-- held_concurrency, held_rate (on every row): how many of the due rows considered a limit of
+-- that kind held back (a row held by both kinds counts in both), for the throttle metrics.
 -- Otherwise as claim (suspects claimed alone, unique keys, a paused queue yields nothing).
 WITH RECURSIVE priorities (priority, available_at, seq) AS (
     (SELECT priority, available_at, seq FROM {table}
@@ -366,7 +368,7 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
           AND s.started_at > (SELECT t FROM clock) - make_interval(secs => k.per)
     ) AS st
 ), ranked AS MATERIALIZED (
-    SELECT k.id, k.n, k.by_key, r.room,
+    SELECT k.id, k.n, k.by_key, r.room, k.per,
            row_number() OVER (PARTITION BY k.n, k.key
                               ORDER BY k.priority DESC, k.available_at, k.seq) AS turn
     FROM keyed AS k JOIN room AS r ON r.n = k.n AND r.key = k.key
@@ -379,7 +381,7 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
     FROM cand AS c LEFT JOIN verdict AS v ON v.id = c.id
     WHERE NOT coalesce(v.blocked, false)
 ), whole AS (
-    SELECT x.id, x.room,
+    SELECT x.id, x.room, x.per,
            row_number() OVER (PARTITION BY x.n ORDER BY c.priority DESC, c.available_at, c.seq)
                AS turn
     FROM ranked AS x JOIN keyed_ok AS c ON c.id = x.id
@@ -441,8 +443,15 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
                 WHERE r.per IS NULL AND r.waiting > r.room LIMIT 1))
            END AS due_in,
            set_config('synchronous_commit', 'off', true) AS relaxed
+), held AS (
+    SELECT count(DISTINCT h.id) FILTER (WHERE h.per IS NULL) AS held_concurrency,
+           count(DISTINCT h.id) FILTER (WHERE h.per IS NOT NULL) AS held_rate
+    FROM (SELECT x.id, x.per FROM ranked AS x WHERE x.by_key AND x.turn > x.room
+          UNION ALL
+          SELECT w.id, w.per FROM whole AS w WHERE w.turn > w.room) AS h
 )
-SELECT claimed.*, due.due_in FROM due LEFT JOIN claimed ON true;
+SELECT claimed.*, due.due_in, held.held_concurrency, held.held_rate
+FROM due CROSS JOIN held LEFT JOIN claimed ON true;
 
 -- name: release
 -- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
