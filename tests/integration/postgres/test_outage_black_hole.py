@@ -6,6 +6,7 @@ next enqueues succeed. Through a TCP proxy in black-hole mode (``tests.tcp_proxy
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -80,3 +81,22 @@ async def test_an_enqueue_the_database_does_not_answer_fails_within_the_bound(
     # n=0 and n=7..11, and maybe some of those the database did not answer: the proxy delivers
     # what it held once it forwards again, as a healed network does (at-least-once)
     assert 6 <= await count(database_url, pg_schema) <= 12
+
+
+async def test_a_large_batch_gets_more_time_than_a_single_enqueue(
+    database_url: str, pg_schema: str, proxy: Proxy
+) -> None:
+    url = through(database_url, proxy.port)
+    backend = await PostgresBackend.connect(url, schema=pg_schema, publish_timeout=BOUND)
+    try:
+        producer = await Producer.create(DownQueues, backend)
+        await producer.enqueue(Note(n=0))
+        # 3,000 rows may wait 1 s + 3 s for the answer: a 2 s pause does not cut them short
+        proxy.black_hole()
+        batch = asyncio.create_task(producer.enqueue_many([Note(n=n) for n in range(3000)]))
+        await asyncio.sleep(BOUND * 2)
+        proxy.forward()
+        await batch
+    finally:
+        await backend.close()
+    assert await count(database_url, pg_schema) == 3001
