@@ -28,7 +28,7 @@ from queuey.cli._root import (
 from queuey.errors import BackendError, QueueyError
 
 if TYPE_CHECKING:
-    from queuey.backends.postgres._admin import Admin, Stopped, Touched
+    from queuey.backends.postgres._admin import Admin, Held, Stopped, Touched
 
 
 # -- operations: queuey status, queuey failed list|show|retry|discard --------------------------
@@ -231,14 +231,24 @@ def failed_retry(
     touched = _operate(work)
     held = _operate(admin.held(row_id, queue=queue, status=status))
     for row in held:
-        click.echo(
-            f"left {row.id} {status}: job {row.holder} ({row.holder_status}) holds its unique "
-            "key, and retrying it would run the key twice",
-            err=not touched,
-        )
+        click.echo(_left_alone(row, status), err=not touched)
     if held and not touched:
         sys.exit(EXIT_NOT_FOUND)
     _report(admin, touched, "retry", "retried", row_id, queue, schema, status)
+
+
+def _left_alone(row: Held, status: str) -> str:
+    """Why a retry left ``row`` alone."""
+    if row.never_built:
+        upstream = f" (step {row.holder} upstream failed)" if row.holder else ""
+        return (
+            f"left {row.id} {status}: job {row.id} is a workflow step that never ran{upstream}: "
+            "retry the failed upstream step's workflow by enqueueing it again"
+        )
+    return (
+        f"left {row.id} {status}: job {row.holder} ({row.holder_status}) holds its unique "
+        "key, and retrying it would run the key twice"
+    )
 
 
 @failed_group.command("discard")

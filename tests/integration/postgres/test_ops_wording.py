@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import psycopg
 import pytest
 from click.testing import CliRunner
 
-from queuey import Producer
+from queuey import JobFailedError, Producer, Worker
 from queuey.backends.postgres import LATEST_VERSION, PostgresBackend
 from queuey.cli import main
 from queuey.workflows import chain
 from tests.conftest import unique
-from tests.integration.postgres.workflow_app import Count, Fetch, FlowQueues
+from tests.integration.postgres.workflow_app import Count, Double, Fetch, FlowQueues, register
 
 pytestmark = pytest.mark.postgres
 
@@ -52,3 +53,55 @@ async def test_status_counts_workflow_steps_waiting_for_their_parents(
     assert (row["pending"], row["waiting"], row["failed"]) == (1, 1, 0)
     table = await asyncio.to_thread(CliRunner().invoke, main, args[:1] + args[2:])
     assert "waiting" in table.stdout
+
+
+async def _cli(*args: str) -> Any:
+    return await asyncio.to_thread(CliRunner().invoke, main, list(args))
+
+
+async def test_retry_refuses_a_step_that_never_ran_and_retries_built_ones(
+    database_url: str, pg_schema: str
+) -> None:
+    target = ("--database-url", database_url, "--schema", pg_schema)
+    async with PostgresBackend(database_url, schema=pg_schema, poll_interval="200ms") as backend:
+        producer = await Producer.create(FlowQueues, backend)
+        worker = Worker(FlowQueues, backend, concurrency=4)
+
+        async def record(kind: str, key: str) -> None:
+            return None
+
+        register(worker, record)
+        task = asyncio.create_task(worker.run())
+        try:
+            doomed_flow = chain(Count(text="boom"), Double.from_count)
+            doomed = await producer.enqueue_workflow(doomed_flow)
+            with pytest.raises(JobFailedError):
+                await doomed.result(timeout=30)
+            ran = await producer.enqueue_workflow(chain(Count(text="abc"), Double.from_count))
+            assert await ran.result(timeout=30) == 6
+        finally:
+            worker.shutdown()
+            await task
+    root = doomed_flow.nodes[0].job_id
+    refused = await _cli("failed", "retry", doomed.job_id, *target)
+    assert refused.exit_code == 1, refused.output
+    assert (
+        f"job {doomed.job_id} is a workflow step that never ran (step {root} upstream failed): "
+        "retry the failed upstream step's workflow by enqueueing it again"
+    ) in refused.stderr
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        # A step that was built and ran, failed for good (as an operator would find it).
+        await conn.execute(
+            f"UPDATE \"{pg_schema}\".queue_message SET status = 'failed' WHERE id = %s",
+            (ran.job_id,),
+        )
+    every = await _cli("failed", "retry", "--all", *target)
+    assert every.exit_code == 0, every.output
+    assert "retried 2" in every.stdout  # the failed root and the built step, not the unbuilt one
+    assert f"left {doomed.job_id} failed: job {doomed.job_id} is a workflow step" in every.stdout
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        cursor = await conn.execute(
+            f'SELECT id::text, status FROM "{pg_schema}".queue_message WHERE status = %s',
+            ("failed",),
+        )
+        assert await cursor.fetchall() == [(doomed.job_id, "failed")]

@@ -29,7 +29,7 @@ from queuey.backends.postgres._store import Store
 from queuey.errors import ConfigError
 from queuey.secrets import remember
 
-__all__ = ["Admin", "FailedRow", "QueueStatus", "RowDetail", "Stopped", "Touched"]
+__all__ = ["Admin", "FailedRow", "Held", "QueueStatus", "RowDetail", "Stopped", "Touched"]
 
 Stopped = Literal["failed", "cancelled"]
 """The terminal states a person looks after: listed, retried and discarded alike."""
@@ -161,7 +161,10 @@ class Admin:
         left alone: a running one (cancelled while it runs included: it stays running until its
         run ends) is never retried while its run goes on (``show`` tells its status). A unique
         job takes its key back; when another job holds that key, the row is left alone too
-        (retrying it would run the key twice): ``held`` says which job.
+        (retrying it would run the key twice): ``held`` says which job. A workflow step that
+        never ran (an upstream step failed, or it was cancelled while waiting: its input was
+        never built) is left alone as well (``held`` names it, ``never_built``): enqueue its
+        workflow again instead.
 
         Args:
             row_id: the row's id.

@@ -226,11 +226,14 @@ class Touched:
 @dataclass(frozen=True, slots=True)
 class Held:
     """A failed (or cancelled) row a retry leaves alone: ``holder`` (in ``holder_status``)
-    holds its unique key, and retrying it would run the key twice."""
+    holds its unique key, and retrying it would run the key twice; or, when ``never_built``,
+    the row is a workflow step that never ran (its input was never built: an upstream step
+    failed, ``holder`` being that step's id, or ``""`` when it was cancelled while waiting)."""
 
     id: str
     holder: str
     holder_status: str
+    never_built: bool = False
 
 
 _CLAIM_COLUMNS = (

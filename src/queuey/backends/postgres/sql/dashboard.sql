@@ -289,6 +289,9 @@ WITH taken AS (
       AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
                        || payload::text), lower(%(text)s::text)) > 0
       AND (%(token)s::text IS NULL OR id = ANY(coalesce((SELECT ids FROM taken), '{{}}')))
+      -- A workflow step that never ran (its payload never built) stays, as by ops_retry.
+      AND (jsonb_typeof(step) IS DISTINCT FROM 'object'
+           OR (payload -> '__queuey_step__') IS NOT NULL)
 ), chosen AS (
     -- A unique job takes its key back; one whose key another job holds stays (ops_retry).
     SELECT c.id FROM candidates AS c

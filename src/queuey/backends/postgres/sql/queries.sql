@@ -1156,12 +1156,16 @@ SELECT EXISTS (SELECT 1 FROM {table}
 -- window from now, and the last error kept; one notification per queue wakes its workers.
 -- A unique job takes its key back (unique_kept): one whose key another job holds is left
 -- alone (ops_held names that job), and of several rows retried together under one key only
--- the newest goes back, so a key never runs twice. Returns the count per (kind, queue).
+-- the newest goes back, so a key never runs twice. A workflow step that never ran (an upstream
+-- step failed or it was cancelled while waiting: its payload was never built) is left alone
+-- too (ops_held names it). Returns the count per (kind, queue).
 WITH candidates AS (
     SELECT id, seq, unique_kept FROM {table}
     WHERE status = %(status)s::text
       AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
       AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+      AND (jsonb_typeof(step) IS DISTINCT FROM 'object'
+           OR (payload -> '__queuey_step__') IS NOT NULL)
 ), chosen AS (
     SELECT c.id FROM candidates AS c
     WHERE c.unique_kept IS NULL
@@ -1185,14 +1189,26 @@ ORDER BY counted.kind, counted.queue;
 
 -- name: ops_held
 -- Failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL) that a
--- retry leaves alone because another job holds their unique key: the row, the holder and the
--- holder's status, oldest first.
-SELECT m.id::text AS id, h.id::text AS holder, h.status AS holder_status
-FROM {table} AS m JOIN {table} AS h ON h.unique_key = m.unique_kept AND h.id <> m.id
-WHERE m.status = %(status)s::text
-  AND (%(id)s::uuid IS NULL OR m.id = %(id)s::uuid)
-  AND (%(queue)s::text IS NULL OR m.queue = %(queue)s::text)
-ORDER BY m.processed_at, m.seq
+-- retry leaves alone, oldest first: because another job holds their unique key (the row, the
+-- holder and the holder's status), or because the row is a workflow step that never ran
+-- (never_built; holder is the failed upstream step its error names, '' when none).
+SELECT id, holder, holder_status, never_built FROM (
+    SELECT m.id::text AS id, h.id::text AS holder, h.status AS holder_status,
+           false AS never_built, m.processed_at, m.seq
+    FROM {table} AS m JOIN {table} AS h ON h.unique_key = m.unique_kept AND h.id <> m.id
+    WHERE m.status = %(status)s::text
+      AND (%(id)s::uuid IS NULL OR m.id = %(id)s::uuid)
+      AND (%(queue)s::text IS NULL OR m.queue = %(queue)s::text)
+    UNION ALL
+    SELECT m.id::text, coalesce(substring(m.error FROM '^workflow failed: step ([0-9a-f-]+) '), ''),
+           'failed', true, m.processed_at, m.seq
+    FROM {table} AS m
+    WHERE m.status = %(status)s::text
+      AND (%(id)s::uuid IS NULL OR m.id = %(id)s::uuid)
+      AND (%(queue)s::text IS NULL OR m.queue = %(queue)s::text)
+      AND jsonb_typeof(m.step) = 'object' AND (m.payload -> '__queuey_step__') IS NULL
+) AS left_alone
+ORDER BY processed_at, seq
 LIMIT 100;
 
 -- name: ops_discard
