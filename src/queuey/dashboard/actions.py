@@ -166,7 +166,8 @@ class Actions:
     async def _refused(self, did: str, job_id: str, count: int) -> tuple[str, int]:
         """``(did, count)``, or ``("running", 0)`` when nothing was done because the job still
         runs (a cancel asked for included: it stays running until its run ends), or
-        ``("held", 0)`` when a retry was refused because another job holds its unique key."""
+        ``("held", 0)`` when a retry was refused because another job holds its unique key, or
+        ``("never-built", 0)`` when the job is a workflow step that never ran."""
         if count:
             return did, count
         detail = await self.store.job(job_id)
@@ -174,6 +175,8 @@ class Actions:
             return "running", 0
         if did == "retry" and await self.store.key_holder(job_id) is not None:
             return "held", 0
+        if did == "retry" and await self.store.never_built(job_id):
+            return "never-built", 0
         return did, 0
 
     async def _cancel(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:

@@ -46,6 +46,10 @@ DONE_MESSAGES = {
         "Another job holds this job's unique key: nothing was done (retrying it would run the "
         "key twice). Retry it once that job has ended, or discard it."
     ),
+    "never-built": (
+        "This job is a workflow step that never ran (a step before it failed, or it was "
+        "cancelled while waiting): nothing was done. Enqueue its workflow again instead."
+    ),
     "bulk-retry": "Retried {n} failed job(s) matching the filter.",
     "bulk-discard": "Discarded {n} failed job(s) matching the filter.",
     "pause": "Paused.",

@@ -9,7 +9,10 @@ from collections.abc import AsyncIterator
 import pytest
 from psycopg import sql
 
+from queuey import Producer
+from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.workflows import chain
 from tests.integration.postgres.dashboard_helpers import (
     ADMIN_KEY,
     BASE,
@@ -21,6 +24,7 @@ from tests.integration.postgres.dashboard_helpers import (
     sign_in,
     status_of,
 )
+from tests.integration.postgres.workflow_app import Count, Double, FlowQueues
 
 pytestmark = pytest.mark.postgres
 
@@ -56,3 +60,20 @@ async def test_retry_or_discard_of_a_running_job_is_refused_saying_it_still_runs
     assert await status_of(database_url, pg_schema, job_id) == "running"
     asked = sql.SQL("SELECT cancel_requested_at IS NOT NULL, claimed_by FROM {} WHERE id = %s")
     assert await execute(database_url, asked.format(table), [job_id]) == [(True, "w:1:0")]
+
+
+async def test_retry_of_a_workflow_step_that_never_ran_is_refused_saying_so(
+    store: PgDashboardStore, database_url: str, pg_schema: str
+) -> None:
+    async with PostgresBackend(database_url, schema=pg_schema) as backend:
+        producer = await Producer.create(FlowQueues, backend)
+        step = await producer.enqueue_workflow(chain(Count(text="a"), Double.from_count))
+        assert await producer.cancel(step.job_id) == "cancelled"  # while waiting: never built
+    async with client(dashboard(store)) as http:
+        await sign_in(http, ADMIN_KEY)
+        csrf = csrf_of((await http.get(f"{BASE}/")).text)
+        form = {"id": step.job_id, "csrf": csrf, "confirm": "yes"}
+        done = await http.post(f"{BASE}/actions/retry", data=form)
+        shown = (await http.get(done.headers["location"])).text
+    assert "This job is a workflow step that never ran" in shown
+    assert await status_of(database_url, pg_schema, step.job_id) == "cancelled"

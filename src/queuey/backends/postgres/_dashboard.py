@@ -329,6 +329,11 @@ class PgDashboardStore:
         rows = await self._execute("signed_out", {"session": session})
         return bool(rows[0][0])
 
+    async def never_built(self, job_id: str) -> bool:
+        """Whether ``job_id`` is a workflow step that never ran (its input was never built); a
+        retry leaves it alone."""
+        return bool(await self._execute("never_built", {"id": job_id}))
+
     async def key_holder(self, job_id: str) -> str | None:
         """The id of the job, other than ``job_id``, holding ``job_id``'s unique key (a
         retry of ``job_id`` leaves it alone then); ``None`` when none does."""

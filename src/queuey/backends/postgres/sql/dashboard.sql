@@ -184,6 +184,13 @@ SELECT id::text AS id, seq, kind, queue, job_type, status, priority, attempts, r
 FROM {table}
 WHERE id = %(id)s::uuid;
 
+-- name: never_built
+-- Whether %(id)s is a workflow step that never ran (its payload never built: an upstream step
+-- failed, or it was cancelled while waiting); a retry leaves it alone, as ops_retry does.
+SELECT id::text AS id FROM {table}
+WHERE id = %(id)s::uuid AND jsonb_typeof(step) = 'object'
+  AND (payload -> '__queuey_step__') IS NULL;
+
 -- name: key_holder
 -- The job other than %(id)s holding that row's unique key (a retry leaves the row alone then).
 SELECT h.id::text AS id
