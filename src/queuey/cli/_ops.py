@@ -21,6 +21,7 @@ from queuey.cli._root import (
     SCHEMA,
     echo_json,
     fail,
+    load_attr,
     main,
     one_line,
     require,
@@ -29,6 +30,7 @@ from queuey.errors import BackendError, QueueyError
 
 if TYPE_CHECKING:
     from queuey.backends.postgres._admin import Admin, Held, Stopped, Touched
+    from queuey.queues import QueueConfig
 
 
 # -- operations: queuey status, queuey failed list|show|retry|discard --------------------------
@@ -90,7 +92,15 @@ def wide_console() -> Console:
 @DATABASE_URL
 @SCHEMA
 @_JSON
-def status_command(database_url: str | None, schema: str, as_json: bool) -> None:
+@click.option(
+    "--queues",
+    "queues_target",
+    metavar="MODULE:ATTR",
+    help="Your QueueSet: also show its queues' flow limits and the due rows they hold back now.",
+)
+def status_command(
+    database_url: str | None, schema: str, as_json: bool, queues_target: str | None
+) -> None:
     """Per queue: rows due now (pending), delayed or waiting for a retry (scheduled), running,
     failed, and workflow steps whose parents have not ended (waiting), and how long the oldest
     due row has waited (database clock). Queues holding only done rows are not listed. Exits 0
@@ -102,17 +112,50 @@ def status_command(database_url: str | None, schema: str, as_json: bool) -> None
                    "scheduled": int, "running": int, "failed": int, "waiting": int,
                    "oldest_pending_secs": float | null}]}
     ordered by kind, then queue; oldest_pending_secs is null when nothing is due.
+    With --queues, "limits" too, one per queue of the set with flow limits:
+      [{"kind": str, "queue": str, "limits": [str], "held_concurrency": int,
+        "held_rate": int}]
+    held_*: due rows a limit of that kind holds back now, as a claim counts them (among
+    the queue's oldest 200 due rows; a row held by both kinds counts in both).
     """
     from queuey.cli import _ops_view as view
 
     admin = _admin(database_url, schema)
     rows = _operate(admin.status())
+    limited = _limited_queues(queues_target) if queues_target else []
+    held = _operate(admin.held_back(limited)) if limited else []
     if as_json:
-        _echo_json(view.status_json(rows))
-    elif rows:
+        document = view.status_json(rows)
+        if queues_target:
+            document["limits"] = view.limits_json(limited, held)
+        _echo_json(document)
+        return
+    if rows:
         wide_console().print(view.status_table(rows, f"queuey status (schema {schema})"))
     else:
         click.echo(f"no pending, running, failed or waiting rows in schema {schema}")
+    if limited:
+        wide_console().print(view.limits_table(limited, held))
+    elif queues_target:
+        click.echo(f"no queue of {queues_target} has flow limits")
+
+
+def _limited_queues(target: str) -> list[QueueConfig]:
+    """The queues of QueueSet ``target`` with flow limits (their job types' included)."""
+    from dataclasses import replace
+
+    from queuey.queues import QueueSet
+    from queuey.worker import declared_limits
+
+    queue_set = load_attr(target)
+    if not (isinstance(queue_set, type) and issubclass(queue_set, QueueSet)):
+        raise click.UsageError(f"--queues {target}: expected a QueueSet class")
+    configs = []
+    for queue in queue_set.all():
+        limits = queue.config.limits + declared_limits(queue_set, queue.config.name)
+        if limits:
+            configs.append(replace(queue.config, limits=limits))
+    return configs
 
 
 @main.group("failed")

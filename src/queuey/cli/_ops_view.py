@@ -20,6 +20,7 @@ from rich.text import Text
 from queuey._terminal import printable, printable_json
 from queuey.backends.postgres._admin import FailedRow, QueueStatus, RowDetail, Touched
 from queuey.cli._attempts_view import errors_json, errors_text
+from queuey.queues import QueueConfig
 
 __all__ = [
     "confirmations",
@@ -90,6 +91,38 @@ def status_table(rows: Sequence[QueueStatus], title: str) -> Table:
             Text(printable(row.kind)),
             *(str(count) for count in counts),
             format_age(row.oldest_pending_secs),
+        )
+    return table
+
+
+def limits_json(
+    configs: Sequence[QueueConfig], held: Sequence[tuple[int, int]]
+) -> list[dict[str, Any]]:
+    """The ``limits`` list of ``status --queues ... --json`` (shape in the command's help)."""
+    return [
+        {
+            "kind": config.kind,
+            "queue": config.name,
+            "limits": [spec.label for spec in config.limits],
+            "held_concurrency": concurrency,
+            "held_rate": rate,
+        }
+        for config, (concurrency, rate) in zip(configs, held, strict=True)
+    ]
+
+
+def limits_table(configs: Sequence[QueueConfig], held: Sequence[tuple[int, int]]) -> Table:
+    """One line per limited queue: its limits and the due rows each kind holds back now."""
+    table = Table(title=Text("flow limits (due rows held back now)"))
+    for index, column in enumerate(("queue", "kind", "limits", "held: concurrency", "held: rate")):
+        table.add_column(column, justify="left" if index < 3 else "right")
+    for config, (concurrency, rate) in zip(configs, held, strict=True):
+        table.add_row(
+            Text(printable(config.name)),
+            Text(config.kind),
+            Text("; ".join(spec.label for spec in config.limits)),
+            str(concurrency),
+            str(rate),
         )
     return table
 

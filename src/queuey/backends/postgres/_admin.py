@@ -27,6 +27,7 @@ from queuey.backends.postgres._rows import FailedRow, Held, QueueStatus, RowDeta
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
 from queuey.errors import ConfigError
+from queuey.queues import QueueConfig
 from queuey.secrets import remember
 
 __all__ = ["Admin", "FailedRow", "Held", "QueueStatus", "RowDetail", "Stopped", "Touched"]
@@ -105,6 +106,19 @@ class Admin:
         """
         async with self._session() as store:
             return await store.ops_status()
+
+    async def held_back(self, configs: Sequence[QueueConfig]) -> list[tuple[int, int]]:
+        """For each of ``configs`` (queues with flow limits, their job types' included): how
+        many due rows its concurrency caps and its rate limits hold back now, as a claim
+        would count them among its oldest 200 due rows (read-only; a row held by both kinds
+        counts in both; a queue without limits reads ``(0, 0)``).
+
+        Raises:
+            BackendError: the database cannot be reached or the query failed.
+            SchemaError: the schema is missing or older than this version needs.
+        """
+        async with self._session() as store:
+            return [await store.flow_held(c) if c.limits else (0, 0) for c in configs]
 
     async def failed(
         self, queue: str | None = None, *, limit: int | None = 100, status: Stopped = "failed"

@@ -699,6 +699,14 @@ class Store:
 
     # -- operations (sessions) -----------------------------------------------------------------
 
+    async def flow_held(self, config: QueueConfig) -> tuple[int, int]:
+        """``flow_held``: the due rows of ``config``'s queue its concurrency caps and its rate
+        limits hold back now (``config.limits`` must not be empty)."""
+        params = {"kind": config.kind, "queue": config.name, "job_types": _job_types(config)}
+        params.update(limited_claim(config.limits))
+        rows = await self._fetch("flow_held", params, tuple_row)
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
     async def ops_status(self) -> list[QueueStatus]:
         """``ops_status``: counts of live rows per (kind, queue)."""
         return await self._fetch("ops_status", {}, class_row(QueueStatus))

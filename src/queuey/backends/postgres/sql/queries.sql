@@ -290,40 +290,12 @@ SELECT claimed.*, due.due_in FROM due LEFT JOIN claimed ON true;
 -- it started (its own snapshot is taken after this lock is granted).
 SELECT pg_advisory_xact_lock(hashtextextended(%(kind)s || ':' || %(queue)s, 29));
 
--- name: claim_limited
--- The claim of a queue with flow limits (queuey.limits), run after claim_lock in one
--- transaction. %(limits)s is a JSON array of objects: n, job_type (NULL: every row), fields,
--- cap, per (seconds; NULL: a concurrency cap), ledger. A row's key under a limit is its by
--- fields' values read from its payload, as a JSON array. A key's room is its cap less the rows
--- of the key running now (a concurrency cap: a lost lease holds its share until reclaim puts
--- the row back to pending) or started within the window (a rate limit, from the ledger of
--- starts). Among the oldest %(scan)s due rows in claim order, each key under each keyed limit
--- (one with by fields) admits its first `room` rows; then each limit of a whole queue or job
--- type admits its first `room` of those; the rows admitted are taken round robin across keys
--- (the first row of every key, then the second...), in claim order within a turn. Rows skipped
--- are not touched: no attempt, no deferral. Starts are written to the ledger in this statement,
--- and starts older than the queue's longest window (%(horizon)s seconds) are deleted.
---
--- due_in (on a short claim): seconds until the next row may start: the next row scheduled for
--- later; for a key with more rows waiting than room, when the oldest start in its window
--- (this claim's, if none before) leaves it, or %(recheck)s under a concurrency cap (a
--- completion in another process sends no notification); whichever is first.
--- held_concurrency, held_rate (on every row): how many of the due rows considered a limit of
--- that kind held back (a row held by both kinds counts in both), for the throttle metrics.
--- Otherwise as claim (suspects claimed alone, unique keys, a paused queue yields nothing).
-WITH RECURSIVE priorities (priority, available_at, seq) AS (
-    (SELECT priority, available_at, seq FROM {table}
-     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-     ORDER BY priority DESC, available_at, seq LIMIT 1)
-    UNION ALL
-    SELECT first.* FROM priorities AS p
-    CROSS JOIN LATERAL (
-        SELECT t.priority, t.available_at, t.seq FROM {table} AS t
-        WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
-          AND t.priority < p.priority
-        ORDER BY t.priority DESC, t.available_at, t.seq LIMIT 1
-    ) AS first
-), lim AS MATERIALIZED (
+-- part: limited_rows
+-- The CTEs claim_limited and flow_held share (a part is never run alone): the limits (lim), the
+-- oldest %(scan)s due rows (cand), each one's key under each limit (keyed), what each key holds
+-- (running, room), the rows each keyed limit admits (ranked, verdict, keyed_ok) and each whole
+-- limit's turn (whole); held counts the rows a limit of each kind holds back.
+lim AS MATERIALIZED (
     SELECT l.n, l.job_type, l.fields, l.cap, l.per, l.ledger
     FROM json_to_recordset(%(limits)s::json)
          AS l(n int, job_type text, fields json, cap int, per float8, ledger text)
@@ -386,7 +358,48 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
                AS turn
     FROM ranked AS x JOIN keyed_ok AS c ON c.id = x.id
     WHERE NOT x.by_key
-), picked AS (
+), held AS (
+    SELECT count(DISTINCT h.id) FILTER (WHERE h.per IS NULL) AS held_concurrency,
+           count(DISTINCT h.id) FILTER (WHERE h.per IS NOT NULL) AS held_rate
+    FROM (SELECT x.id, x.per FROM ranked AS x WHERE x.by_key AND x.turn > x.room
+          UNION ALL
+          SELECT w.id, w.per FROM whole AS w WHERE w.turn > w.room) AS h
+)
+
+-- name: claim_limited
+-- The claim of a queue with flow limits (queuey.limits), run after claim_lock in one
+-- transaction. %(limits)s is a JSON array of objects: n, job_type (NULL: every row), fields,
+-- cap, per (seconds; NULL: a concurrency cap), ledger. A row's key under a limit is its by
+-- fields' values read from its payload, as a JSON array. A key's room is its cap less the rows
+-- of the key running now (a concurrency cap: a lost lease holds its share until reclaim puts
+-- the row back to pending) or started within the window (a rate limit, from the ledger of
+-- starts). Among the oldest %(scan)s due rows in claim order, each key under each keyed limit
+-- (one with by fields) admits its first `room` rows; then each limit of a whole queue or job
+-- type admits its first `room` of those; the rows admitted are taken round robin across keys
+-- (the first row of every key, then the second...), in claim order within a turn. Rows skipped
+-- are not touched: no attempt, no deferral. Starts are written to the ledger in this statement,
+-- and starts older than the queue's longest window (%(horizon)s seconds) are deleted.
+--
+-- due_in (on a short claim): seconds until the next row may start: the next row scheduled for
+-- later; for a key with more rows waiting than room, when the oldest start in its window
+-- (this claim's, if none before) leaves it, or %(recheck)s under a concurrency cap (a
+-- completion in another process sends no notification); whichever is first.
+-- held_concurrency, held_rate (on every row): how many of the due rows considered a limit of
+-- that kind held back (a row held by both kinds counts in both), for the throttle metrics.
+-- Otherwise as claim (suspects claimed alone, unique keys, a paused queue yields nothing).
+WITH RECURSIVE priorities (priority, available_at, seq) AS (
+    (SELECT priority, available_at, seq FROM {table}
+     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+     ORDER BY priority DESC, available_at, seq LIMIT 1)
+    UNION ALL
+    SELECT first.* FROM priorities AS p
+    CROSS JOIN LATERAL (
+        SELECT t.priority, t.available_at, t.seq FROM {table} AS t
+        WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+          AND t.priority < p.priority
+        ORDER BY t.priority DESC, t.available_at, t.seq LIMIT 1
+    ) AS first
+), {limited_rows}, picked AS (
     SELECT c.id, c.redeliveries, c.priority, c.available_at, c.seq, c.turn
     FROM keyed_ok AS c
     LEFT JOIN (SELECT DISTINCT w.id FROM whole AS w WHERE w.turn > w.room) AS over
@@ -443,15 +456,15 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
                 WHERE r.per IS NULL AND r.waiting > r.room LIMIT 1))
            END AS due_in,
            set_config('synchronous_commit', 'off', true) AS relaxed
-), held AS (
-    SELECT count(DISTINCT h.id) FILTER (WHERE h.per IS NULL) AS held_concurrency,
-           count(DISTINCT h.id) FILTER (WHERE h.per IS NOT NULL) AS held_rate
-    FROM (SELECT x.id, x.per FROM ranked AS x WHERE x.by_key AND x.turn > x.room
-          UNION ALL
-          SELECT w.id, w.per FROM whole AS w WHERE w.turn > w.room) AS h
 )
 SELECT claimed.*, due.due_in, held.held_concurrency, held.held_rate
 FROM due CROSS JOIN held LEFT JOIN claimed ON true;
+
+-- name: flow_held
+-- Read-only (queuey status): how many due rows of a queue with flow limits the limits hold back
+-- now, per kind, counted as claim_limited counts them (among the oldest %(scan)s due rows).
+WITH {limited_rows}
+SELECT held_concurrency, held_rate FROM held;
 
 -- name: release
 -- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
