@@ -91,7 +91,9 @@ async def test_metrics_scraped_from_a_worker_process_match_the_outcomes(
 async def _settled(
     client: httpx.AsyncClient,
 ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """The scrape once every job has ended and the depth sampler has seen the dead one."""
+    """The scrape once every job has ended and the depth sampler has seen the end state (a
+    sample taken earlier may still count the deferred job as scheduled: the sampler runs on
+    its own interval)."""
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -100,12 +102,15 @@ async def _settled(
             response = None
         if response is not None and response.status_code == 200:
             found = samples(response.text)
-            key = ("queuey_queue_depth", (("queue", "obs.work"), ("state", "failed")))
+            depth = {
+                state: found.get(("queuey_queue_depth", (("queue", "obs.work"), ("state", state))))
+                for state in ("pending", "scheduled", "running", "failed")
+            }
             try:
                 done = jobs(found, "succeeded") + jobs(found, "dead") == 7
             except KeyError:
                 done = False
-            if done and found.get(key) == 1:
+            if done and depth == {"pending": 0, "scheduled": 0, "running": 0, "failed": 1}:
                 return found
         assert time.monotonic() < deadline, "the worker never settled every job"
         await asyncio.sleep(0.2)
