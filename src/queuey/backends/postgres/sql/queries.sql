@@ -610,30 +610,12 @@ WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts
   AND cancel_requested_at IS NULL
 RETURNING status, (SELECT id::text FROM rival) AS rival;
 
--- name: dead_letter
--- Dead letter, fenced (as ack): failed rows stay for a person, with the reason and the failed
--- attempt's error added to the row's errors (as in reschedule); a unique key is released
--- unless failed is a refused state (a debounced job wakes its queue, as ack says). Returns the
--- row dead-lettered.
-WITH RECURSIVE dead AS (
-    UPDATE {table}
-    SET status = 'failed', error = %(reason)s, processed_at = now(), claimed_by = NULL,
-        lease_until = NULL,
-        errors = CASE WHEN %(failure)s::jsonb IS NULL THEN errors ELSE jsonb_path_query_array(
-            coalesce(errors, '[]'::jsonb) || jsonb_build_array(%(failure)s::jsonb || jsonb_build_object(
-                'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'),
-                'worker', %(owner)s::text)),
-            '$[last - $keep + 1 to last]', jsonb_build_object('keep', %(keep_errors)s::int)) END,
-        unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
-    WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s
-      AND attempts = %(attempts)s AND cancel_requested_at IS NULL
-    RETURNING id, queue, unique_states, workflow
-), woke AS (
-    SELECT pg_notify(%(channel)s, queue) FROM dead WHERE unique_states & 30 = 18
-), gone AS (
-    -- A workflow step (migration 0014) failed for good.
-    SELECT id, workflow, %(reason)s::text AS error FROM dead WHERE workflow IS NOT NULL
-), doomed AS (
+-- part: workflow_ended
+-- What follows the end of workflow steps that did not succeed (migration 0014), pasted into
+-- dead_letter, cancel, finish_cancel and reclaim after each one's gone CTE (id, workflow, error:
+-- the steps that ended failed or cancelled here). Leaves released (queue, status of each child
+-- whose parent count changed) for the statement's ready CTE to wake the queues of.
+doomed AS (
     -- Every step downstream of an ended one through edges that fail with it (a chain link, a
     -- fan-in under "then"), transitively: it will never run, so it ends failed now.
     SELECT e.child AS id, gone.id AS cause, gone.error
@@ -677,6 +659,31 @@ WITH RECURSIVE dead AS (
     FROM fed
     WHERE c.id = fed.child AND c.status = 'waiting'
     RETURNING c.queue, c.status
+
+-- name: dead_letter
+-- Dead letter, fenced (as ack): failed rows stay for a person, with the reason and the failed
+-- attempt's error added to the row's errors (as in reschedule); a unique key is released
+-- unless failed is a refused state (a debounced job wakes its queue, as ack says). Returns the
+-- row dead-lettered.
+WITH RECURSIVE dead AS (
+    UPDATE {table}
+    SET status = 'failed', error = %(reason)s, processed_at = now(), claimed_by = NULL,
+        lease_until = NULL,
+        errors = CASE WHEN %(failure)s::jsonb IS NULL THEN errors ELSE jsonb_path_query_array(
+            coalesce(errors, '[]'::jsonb) || jsonb_build_array(%(failure)s::jsonb || jsonb_build_object(
+                'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'),
+                'worker', %(owner)s::text)),
+            '$[last - $keep + 1 to last]', jsonb_build_object('keep', %(keep_errors)s::int)) END,
+        unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
+    WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s
+      AND attempts = %(attempts)s AND cancel_requested_at IS NULL
+    RETURNING id, queue, unique_states, workflow
+), woke AS (
+    SELECT pg_notify(%(channel)s, queue) FROM dead WHERE unique_states & 30 = 18
+), gone AS (
+    -- A workflow step (migration 0014) failed for good.
+    SELECT id, workflow, %(reason)s::text AS error FROM dead WHERE workflow IS NOT NULL
+), {workflow_ended}
 ), ready AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
@@ -751,50 +758,7 @@ WITH RECURSIVE target AS (
 ), gone AS (
     SELECT id, workflow, 'cancelled'::text AS error FROM cancelled
     WHERE workflow IS NOT NULL AND was <> 'running'
-), doomed AS (
-    -- Every step downstream of an ended one through edges that fail with it (a chain link, a
-    -- fan-in under "then"), transitively: it will never run, so it ends failed now.
-    SELECT e.child AS id, gone.id AS cause, gone.error
-    FROM gone JOIN {workflow_edges} AS e ON e.parent = gone.id
-    WHERE e.policy = 'fail'
-    UNION
-    SELECT e.child, d.cause, d.error
-    FROM doomed AS d JOIN {workflow_edges} AS e ON e.parent = d.id
-    WHERE e.policy = 'fail'
-), ended AS (
-    SELECT id, error FROM gone
-    UNION
-    SELECT id, 'step ' || min(cause::text) || ' failed: ' || min(error) FROM doomed GROUP BY id
-), fed AS (
-    -- Their children under a fan-in run with partial results ("then_partial") get the error at
-    -- its position and one parent less (released at zero, as in ack_results).
-    SELECT e.child, count(*)::int AS n,
-           jsonb_object_agg(e.position::text, jsonb_build_object('queuey_failed',
-               jsonb_build_object('job_id', ended.id::text, 'error', ended.error))) AS inputs
-    FROM ended JOIN {workflow_edges} AS e ON e.parent = ended.id
-    WHERE e.policy = 'partial'
-    GROUP BY e.child
-), unlinked AS (
-    DELETE FROM {workflow_edges} AS e USING ended WHERE e.parent = ended.id
-), failed_steps AS (
-    UPDATE {table} AS c
-    SET status = 'failed', processed_at = now(),
-        error = 'workflow failed: step ' || d.cause::text || ' failed: ' || d.error
-    FROM (SELECT DISTINCT ON (id) id, cause, error FROM doomed ORDER BY id, cause) AS d
-    WHERE c.id = d.id AND c.status = 'waiting'
-), released AS (
-    UPDATE {table} AS c
-    SET parents_left = c.parents_left - fed.n,
-        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
-        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
-        available_at = now(),
-        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
-            '__queuey_step__', c.step || jsonb_build_object('inputs', (
-                SELECT jsonb_agg(x.value ORDER BY x.key::int)
-                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
-    FROM fed
-    WHERE c.id = fed.child AND c.status = 'waiting'
-    RETURNING c.queue, c.status
+), {workflow_ended}
 ), ready AS (
     SELECT pg_notify(%(wake_channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
@@ -818,50 +782,7 @@ WITH RECURSIVE ended_run AS (
     RETURNING id, workflow
 ), gone AS (
     SELECT id, workflow, 'cancelled'::text AS error FROM ended_run WHERE workflow IS NOT NULL
-), doomed AS (
-    -- Every step downstream of an ended one through edges that fail with it (a chain link, a
-    -- fan-in under "then"), transitively: it will never run, so it ends failed now.
-    SELECT e.child AS id, gone.id AS cause, gone.error
-    FROM gone JOIN {workflow_edges} AS e ON e.parent = gone.id
-    WHERE e.policy = 'fail'
-    UNION
-    SELECT e.child, d.cause, d.error
-    FROM doomed AS d JOIN {workflow_edges} AS e ON e.parent = d.id
-    WHERE e.policy = 'fail'
-), ended AS (
-    SELECT id, error FROM gone
-    UNION
-    SELECT id, 'step ' || min(cause::text) || ' failed: ' || min(error) FROM doomed GROUP BY id
-), fed AS (
-    -- Their children under a fan-in run with partial results ("then_partial") get the error at
-    -- its position and one parent less (released at zero, as in ack_results).
-    SELECT e.child, count(*)::int AS n,
-           jsonb_object_agg(e.position::text, jsonb_build_object('queuey_failed',
-               jsonb_build_object('job_id', ended.id::text, 'error', ended.error))) AS inputs
-    FROM ended JOIN {workflow_edges} AS e ON e.parent = ended.id
-    WHERE e.policy = 'partial'
-    GROUP BY e.child
-), unlinked AS (
-    DELETE FROM {workflow_edges} AS e USING ended WHERE e.parent = ended.id
-), failed_steps AS (
-    UPDATE {table} AS c
-    SET status = 'failed', processed_at = now(),
-        error = 'workflow failed: step ' || d.cause::text || ' failed: ' || d.error
-    FROM (SELECT DISTINCT ON (id) id, cause, error FROM doomed ORDER BY id, cause) AS d
-    WHERE c.id = d.id AND c.status = 'waiting'
-), released AS (
-    UPDATE {table} AS c
-    SET parents_left = c.parents_left - fed.n,
-        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
-        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
-        available_at = now(),
-        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
-            '__queuey_step__', c.step || jsonb_build_object('inputs', (
-                SELECT jsonb_agg(x.value ORDER BY x.key::int)
-                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
-    FROM fed
-    WHERE c.id = fed.child AND c.status = 'waiting'
-    RETURNING c.queue, c.status
+), {workflow_ended}
 ), ready AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
@@ -941,50 +862,7 @@ RETURNING m.id, m.status, m.workflow, m.error
     -- at zero); the steps that fail with it end failed.
     SELECT id, workflow, error FROM reclaimed
     WHERE workflow IS NOT NULL AND status IN ('failed', 'cancelled')
-), doomed AS (
-    -- Every step downstream of an ended one through edges that fail with it (a chain link, a
-    -- fan-in under "then"), transitively: it will never run, so it ends failed now.
-    SELECT e.child AS id, gone.id AS cause, gone.error
-    FROM gone JOIN {workflow_edges} AS e ON e.parent = gone.id
-    WHERE e.policy = 'fail'
-    UNION
-    SELECT e.child, d.cause, d.error
-    FROM doomed AS d JOIN {workflow_edges} AS e ON e.parent = d.id
-    WHERE e.policy = 'fail'
-), ended AS (
-    SELECT id, error FROM gone
-    UNION
-    SELECT id, 'step ' || min(cause::text) || ' failed: ' || min(error) FROM doomed GROUP BY id
-), fed AS (
-    -- Their children under a fan-in run with partial results ("then_partial") get the error at
-    -- its position and one parent less (released at zero, as in ack_results).
-    SELECT e.child, count(*)::int AS n,
-           jsonb_object_agg(e.position::text, jsonb_build_object('queuey_failed',
-               jsonb_build_object('job_id', ended.id::text, 'error', ended.error))) AS inputs
-    FROM ended JOIN {workflow_edges} AS e ON e.parent = ended.id
-    WHERE e.policy = 'partial'
-    GROUP BY e.child
-), unlinked AS (
-    DELETE FROM {workflow_edges} AS e USING ended WHERE e.parent = ended.id
-), failed_steps AS (
-    UPDATE {table} AS c
-    SET status = 'failed', processed_at = now(),
-        error = 'workflow failed: step ' || d.cause::text || ' failed: ' || d.error
-    FROM (SELECT DISTINCT ON (id) id, cause, error FROM doomed ORDER BY id, cause) AS d
-    WHERE c.id = d.id AND c.status = 'waiting'
-), released AS (
-    UPDATE {table} AS c
-    SET parents_left = c.parents_left - fed.n,
-        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
-        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
-        available_at = now(),
-        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
-            '__queuey_step__', c.step || jsonb_build_object('inputs', (
-                SELECT jsonb_agg(x.value ORDER BY x.key::int)
-                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
-    FROM fed
-    WHERE c.id = fed.child AND c.status = 'waiting'
-    RETURNING c.queue, c.status
+), {workflow_ended}
 ), ready AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
