@@ -29,7 +29,7 @@ block, and warns (``TransactionWarning``).
 from queuey._runtime.loop_thread import ThreadedBackend
 from queuey._runtime.sync_producer import Producer
 from queuey.backends.base import SyncBackend
-from queuey.backends.postgres._sync_backend import SyncPostgresBackend as PostgresBackend
+from queuey.backends.postgres import SyncPostgresBackend as PostgresBackend
 from queuey.errors import TransactionWarning
 
 __all__ = ["PostgresBackend", "Producer", "SyncBackend", "ThreadedBackend", "TransactionWarning"]

@@ -9,7 +9,7 @@ from importlib import resources
 
 import pytest
 
-from queuey.backends.postgres._dashboard_rows import JobFilter, Minute
+from queuey.backends.dashboard_store import JobFilter, Minute
 from queuey.dashboard.chart import throughput_svg
 from queuey.dashboard.config import DashboardConfig
 from queuey.dashboard.session import SessionSigner

@@ -62,6 +62,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "backends._quiet",
             "backends._runs",
             "backends.steps",
+            "backends.dashboard_store",
         ),
         ("vocabulary",),
     ),
@@ -232,6 +233,35 @@ def test_every_import_points_down_the_layers() -> None:
     assert wrong == [], "imports against the layers:\n" + "\n".join(wrong)
 
 
+def private_owner(imported: str) -> str | None:
+    """The package whose private module ``imported`` is (``a._b.c`` → ``a``), or ``None``
+    when no part of its dotted name is private."""
+    parts = imported.split(".") if imported else []
+    for depth, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:depth])
+    return None
+
+
+def reaches_private(importer: str, imported: str) -> bool:
+    """Whether ``importer`` reaches into another package's private module: a private module
+    is for its own package and the packages inside it, never for a sibling or a parent."""
+    owner = private_owner(imported)
+    if owner is None:
+        return False
+    package = importer if modules()[importer].name == "__init__.py" else importer.rpartition(".")[0]
+    return not (owner == "" or package == owner or package.startswith(owner + "."))
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    wrong = [
+        f"{file_of(importer)} imports {file_of(imported)}: import what its package exports"
+        for importer, imported in _edges(import_graph())
+        if reaches_private(importer, imported)
+    ]
+    assert wrong == [], "private modules of other packages:\n" + "\n".join(wrong)
+
+
 def test_known_cycles_still_exist() -> None:
     graph = import_graph()
     gone = sorted(edge for edge in KNOWN_CYCLES if edge[1] not in graph.get(edge[0], set()))
@@ -267,6 +297,15 @@ def test_the_checker_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_checker_tells_a_private_module_of_another_package() -> None:
+    assert reaches_private("cli._ops", "backends.postgres._admin")
+    assert reaches_private("dashboard.app", "backends.postgres._dashboard")
+    assert not reaches_private("backends.postgres._store", "backends.postgres._sql")
+    assert not reaches_private("backends.postgres", "backends.postgres._admin")
+    assert not reaches_private("backends.postgres._store", "_payload")
+    assert not reaches_private("cli._ops", "cli._ops_view")
 
 
 def test_the_layer_table_reads_as_intended() -> None:

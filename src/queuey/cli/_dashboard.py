@@ -58,7 +58,7 @@ def _settings(app_config: Any) -> _Settings:
 
 
 def _store(url: str, schema: str, queues: Any) -> Any:
-    from queuey.backends.postgres._dashboard import PgDashboardStore
+    from queuey.backends.postgres import PgDashboardStore
 
     try:
         return PgDashboardStore(url, schema=schema, topic_channel=queues.channel())

@@ -29,7 +29,7 @@ from queuey.cli._root import (
 from queuey.errors import BackendError, QueueyError
 
 if TYPE_CHECKING:
-    from queuey.backends.postgres._admin import Admin, Held, Stopped, Touched
+    from queuey.backends.postgres import Admin, Held, Stopped, Touched
     from queuey.queues import QueueConfig
 
 
@@ -53,8 +53,7 @@ def _admin(database_url: str | None, schema: str) -> Admin:
     from psycopg import ProgrammingError
     from psycopg.conninfo import conninfo_to_dict
 
-    from queuey.backends.postgres import redact
-    from queuey.backends.postgres._admin import Admin
+    from queuey.backends.postgres import Admin, redact
 
     url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
     try:

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from queuey._terminal import printable, printable_json
-from queuey.backends.postgres._admin import FailedRow, QueueStatus, RowDetail, Touched
+from queuey.backends.postgres import FailedRow, QueueStatus, RowDetail, Touched
 from queuey.cli._attempts_view import errors_json, errors_text
 from queuey.queues import QueueConfig
 

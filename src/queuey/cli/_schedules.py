@@ -118,7 +118,7 @@ def list_command(database_url: str | None, schema: str, as_json: bool) -> None:
 def _set_paused(database_url: str | None, schema: str, name: str, paused: bool) -> None:
     url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
 
-    from queuey.backends.postgres._admin import Admin
+    from queuey.backends.postgres import Admin
 
     admin = Admin(url, schema=schema)  # audited: the dashboard's audit log shows the change
     if not _run(admin.set_schedule_paused(name, paused)):

@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from queuey.backends.postgres._dashboard import ConfirmationGone, PgDashboardStore
+from queuey.backends.dashboard_store import ConfirmationGone, DashboardStore
 from queuey.dashboard.guard import Caller, Guard, SignInRefused
 from queuey.dashboard.pages import FLASH
 from queuey.dashboard.pauses import PauseGate
@@ -58,7 +58,7 @@ class Actions:
     """
 
     def __init__(
-        self, store: PgDashboardStore, guard: Guard, templates: Templates, gate: PauseGate | None
+        self, store: DashboardStore, guard: Guard, templates: Templates, gate: PauseGate | None
     ) -> None:
         self.store, self.guard, self.templates, self.gate = store, guard, templates, gate
 

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount, Route
 
-from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.dashboard_store import DashboardStore
 from queuey.dashboard.actions import Actions
 from queuey.dashboard.config import DashboardConfig
 from queuey.dashboard.guard import Guard
@@ -47,7 +47,7 @@ def dashboard_path(http: HttpConfig) -> str:
 
 def dashboard_mount(
     config: DashboardConfig,
-    store: PgDashboardStore,
+    store: DashboardStore,
     http: HttpConfig,
     *,
     authenticator: Authenticator | None = None,
@@ -63,7 +63,7 @@ def dashboard_mount(
 
 def dashboard_app(
     config: DashboardConfig,
-    store: PgDashboardStore,
+    store: DashboardStore,
     http: HttpConfig,
     *,
     authenticator: Authenticator | None = None,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup
 
-from queuey.backends.postgres._dashboard_rows import Minute
+from queuey.backends.dashboard_store import Minute
 
 __all__ = ["throughput_svg"]
 

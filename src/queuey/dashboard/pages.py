@@ -20,8 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from queuey.attempts import MAX_ATTEMPT_ERRORS
-from queuey.backends.postgres._dashboard import PgDashboardStore
-from queuey.backends.postgres._dashboard_rows import STATUSES, JobFilter, TopicRow
+from queuey.backends.dashboard_store import STATUSES, DashboardStore, JobFilter, TopicRow
 from queuey.dashboard.chart import throughput_svg
 from queuey.dashboard.guard import Caller, Guard
 from queuey.dashboard.web import Templates, filter_query, job_filter, positive_int, pretty_json
@@ -79,7 +78,7 @@ class Pages:
     """
 
     def __init__(
-        self, store: PgDashboardStore, guard: Guard, templates: Templates, app_prefix: str | None
+        self, store: DashboardStore, guard: Guard, templates: Templates, app_prefix: str | None
     ) -> None:
         self.store, self.guard, self.templates = store, guard, templates
         self.app_prefix = app_prefix

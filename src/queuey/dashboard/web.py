@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from queuey.backends.postgres._dashboard_rows import JobFilter
+from queuey.backends.dashboard_store import JobFilter
 
 __all__ = [
     "SECURITY_HEADERS",

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Json
 
-from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.postgres import PgDashboardStore
 from queuey.dashboard import DashboardConfig, PauseGate, dashboard_mount
 from queuey.http import (
     AccessPolicy,

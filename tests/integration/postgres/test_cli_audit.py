@@ -8,8 +8,7 @@ import asyncio
 
 import pytest
 
-from queuey.backends.postgres import Admin, PostgresBackend
-from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.postgres import Admin, PgDashboardStore, PostgresBackend
 from queuey.schedule import ScheduleRecord
 from tests.integration.postgres.test_jobs_cli import cli, land
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.postgres import PgDashboardStore
 from tests.integration.postgres.dashboard_helpers import (
     ADMIN_KEY,
     BASE,

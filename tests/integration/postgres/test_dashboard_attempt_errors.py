@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from queuey import Job, JobContext, Producer, Queue, QueueSet, RetryPolicy, Worker
-from queuey.backends.postgres import PostgresBackend
-from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.postgres import PgDashboardStore, PostgresBackend
 from tests.helpers import run_until
 from tests.integration.postgres.dashboard_helpers import ADMIN_KEY, BASE, client, dashboard, sign_in
 

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.postgres import PgDashboardStore
 from queuey.cli._topics import connect_backend
 from queuey.dashboard import PauseGate
 from queuey.topics import App, QueuesConfig

@@ -23,9 +23,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from queuey.backends.dashboard_store import JobFilter
 from queuey.backends.postgres import migrate
 from queuey.backends.postgres._dashboard import SCAN_BUDGET, PgDashboardStore
-from queuey.backends.postgres._dashboard_rows import JobFilter
 from tests.conftest import unique
 from tests.integration.postgres.plans import nodes
 

@@ -10,8 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from queuey import Job, Producer, Queue, QueueSet, Unique
-from queuey.backends.postgres import PostgresBackend
-from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.postgres import PgDashboardStore, PostgresBackend
 from queuey.schedule import ScheduleRecord
 from tests.integration.postgres.dashboard_helpers import ADMIN_KEY, BASE, client, dashboard, sign_in
 

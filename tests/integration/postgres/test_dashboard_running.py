@@ -10,8 +10,7 @@ import pytest
 from psycopg import sql
 
 from queuey import Producer
-from queuey.backends.postgres import PostgresBackend
-from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.postgres import PgDashboardStore, PostgresBackend
 from queuey.workflows import chain
 from tests.integration.postgres.dashboard_helpers import (
     ADMIN_KEY,

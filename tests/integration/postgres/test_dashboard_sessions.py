@@ -15,7 +15,7 @@ import httpx
 import pytest
 from psycopg import sql
 
-from queuey.backends.postgres._dashboard import PgDashboardStore
+from queuey.backends.postgres import PgDashboardStore
 from queuey.dashboard import DashboardConfig, dashboard_mount
 from queuey.http import AccessPolicy, ApiKeyConfig, HttpConfig, JwtConfig, publish_app
 from queuey.http import api_key_digest as digest

@@ -13,9 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from queuey import Fatal, Job, JobContext, Producer, Queue, QueueSet, Unique, Worker
-from queuey.backends.postgres import PostgresBackend
+from queuey.backends.postgres import PgDashboardStore, PostgresBackend
 from queuey.backends.postgres._admin import Admin
-from queuey.backends.postgres._dashboard import PgDashboardStore
 from queuey.cli import main
 from tests.helpers import run_until
 from tests.integration.postgres.dashboard_helpers import (

@@ -22,10 +22,10 @@ from psycopg import sql
 from psycopg.rows import class_row
 from psycopg_pool import AsyncConnectionPool
 
-from queuey.backends.postgres import _dashboard_rows as rows
-from queuey.backends.postgres._cancel import cancel_channel
-from queuey.backends.postgres._dashboard_rows import (
+from queuey.backends import dashboard_store as rows
+from queuey.backends.dashboard_store import (
     AuditEntry,
+    ConfirmationGone,
     FanOutRow,
     JobDetail,
     JobFilter,
@@ -37,23 +37,20 @@ from queuey.backends.postgres._dashboard_rows import (
     QueueSummary,
     TopicRow,
 )
+from queuey.backends.postgres._cancel import cancel_channel
 from queuey.backends.postgres._errors import database_errors
 from queuey.backends.postgres._rows import attempt_errors
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
 from queuey.secrets import remember
 
-__all__ = ["OVERVIEW_BUDGET", "SCAN_BUDGET", "ConfirmationGone", "PgDashboardStore"]
+__all__ = ["OVERVIEW_BUDGET", "SCAN_BUDGET", "PgDashboardStore"]
 
 OVERVIEW_BUDGET = 60_000
 """The overview reads at most about this many index entries per state (running, failed, done),
 shared between the queues: each queue's counts stop at ``max(1000, budget / queues)``."""
 SCAN_BUDGET = 2_000
 """A filtered job list reads at most this many index entries per page."""
-
-
-class ConfirmationGone(Exception):
-    """A bulk action's confirmation was already used, is past its time, or is someone else's."""
 
 
 _NAME_LINE = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
@@ -77,7 +74,7 @@ def dashboard_names(schema: str, table: str) -> dict[str, sql.Composable]:
 
 
 class PgDashboardStore:
-    """What the dashboard reads and does, on one queuey table.
+    """What the dashboard reads and does, on one queuey table (a ``DashboardStore``).
 
     Args:
         conninfo: a libpq URL or key=value string.

@@ -1,18 +1,22 @@
-"""The rows the dashboard reads from PostgreSQL, one dataclass per query shape.
+"""The dashboard's contract with a backend: the rows it reads, one dataclass per query shape,
+and ``DashboardStore``, what it asks of the store that reads them.
 
-``PgDashboardStore`` reads every row with psycopg's ``class_row``: by column name, never by
-position. Times are aware datetimes from the database's clock.
+``queuey.backends.postgres.PgDashboardStore`` implements it (reading every row by column name,
+never by position). Times are aware datetimes from the database's clock.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from queuey.attempts import AttemptError
 
 __all__ = [
     "AuditEntry",
+    "ConfirmationGone",
+    "DashboardStore",
     "FanOutRow",
     "JobDetail",
     "JobFilter",
@@ -264,3 +268,109 @@ class UniqueKeyRow:
     job_type: str
     status: str
     created_at: datetime
+
+
+class ConfirmationGone(Exception):
+    """A bulk action's confirmation was already used, is past its time, or is someone else's."""
+
+
+class DashboardStore(Protocol):
+    """What the dashboard reads and does, on one backend's stored jobs.
+
+    Every action taking an ``actor`` (the signed-in name the dashboard shows) writes an audit
+    entry. Counts returned by actions are the rows the action changed.
+    """
+
+    async def open(self) -> None:
+        """Connect (idempotent)."""
+
+    async def close(self) -> None:
+        """Disconnect (idempotent)."""
+
+    async def queues(self) -> list[QueueRef]:
+        """Every queue and topic that holds rows."""
+
+    async def overview(self) -> list[QueueSummary]:
+        """Counts per queue by state (capped counts say so)."""
+
+    async def throughput(self) -> list[Minute]:
+        """Rows ended per minute over the last hour."""
+
+    async def jobs(
+        self, where: JobFilter, *, before: int | None = None, limit: int = 50
+    ) -> JobPage:
+        """One page of jobs matching ``where``, newest first, older than ``before`` (a ``seq``)."""
+
+    async def job(self, job_id: str) -> JobDetail | None:
+        """One job by id, or ``None``."""
+
+    async def fan_out(self, detail: JobDetail) -> list[FanOutRow]:
+        """The deliveries of a published topic message (empty for a typed job)."""
+
+    async def publications(
+        self, topic: str, *, before: int | None = None, limit: int = 200
+    ) -> list[TopicRow]:
+        """A topic's published messages, newest first."""
+
+    async def audit(self, *, before: int | None = None, limit: int = 50) -> list[AuditEntry]:
+        """The audit log, newest first."""
+
+    async def schedules(self) -> list[ScheduleRow]:
+        """Every stored schedule with its next slot."""
+
+    async def unique_keys(self, limit: int = 200) -> list[UniqueKeyRow]:
+        """Unique keys held now, and by which job."""
+
+    async def paused(self) -> list[Pause]:
+        """Every pause in force."""
+
+    async def paused_keys(self) -> list[tuple[str, str]]:
+        """``(kind, queue)`` of every pause in force (what ``PauseGate.follow`` reads)."""
+
+    async def retry(
+        self,
+        actor: str,
+        *,
+        job_id: str | None = None,
+        where: JobFilter | None = None,
+        token: str | None = None,
+    ) -> int:
+        """Retry one failed or cancelled job, or every one ``where`` matches (``token`` from
+        ``bulk_snapshot``). Raises ``ConfirmationGone`` for a used or stale ``token``."""
+
+    async def discard(
+        self,
+        actor: str,
+        *,
+        job_id: str | None = None,
+        where: JobFilter | None = None,
+        token: str | None = None,
+    ) -> int:
+        """Delete one failed or cancelled job, or every one ``where`` matches (as ``retry``)."""
+
+    async def bulk_snapshot(
+        self, actor: str, action: str, where: JobFilter, token: str, secs: float
+    ) -> int:
+        """Record a bulk ``action`` over ``where`` to be confirmed with ``token`` within ``secs``
+        seconds; returns how many rows it counted."""
+
+    async def sign_out(self, session: str, until: float) -> None:
+        """Revoke a dashboard session until ``until`` (Unix seconds)."""
+
+    async def signed_out(self, session: str) -> bool:
+        """Whether a session was revoked."""
+
+    async def never_built(self, job_id: str) -> bool:
+        """Whether a job is a workflow step whose input was never built."""
+
+    async def key_holder(self, job_id: str) -> str | None:
+        """The id of the job holding the unique key a retry of ``job_id`` needs, if any."""
+
+    async def cancel(self, actor: str, job_id: str) -> int:
+        """Cancel a pending job, or ask a running one to stop; 1 when it did, else 0."""
+
+    async def pause(self, actor: str, kind: str, queue: str) -> bool:
+        """Pause a queue (``kind`` ``job``/``topic``/``app``); whether it was not paused yet."""
+
+    async def resume(self, actor: str, kind: str, queue: str) -> bool:
+        """Resume a paused queue; whether it was paused."""
