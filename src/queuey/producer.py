@@ -37,6 +37,7 @@ from queuey.backends.base import (
     UniqueBackend,
 )
 from queuey.backends.steps import WorkflowBackend, workflows_refused
+from queuey.backends.workflow_ops import WorkflowCancel, WorkflowInfo, WorkflowOps
 from queuey.durations import Duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError, NotSupportedError
@@ -277,7 +278,8 @@ class Producer(ProducerBase[Q]):
 
     async def enqueue_workflow(self, flow: Workflow[T]) -> JobHandle[T]:
         """Store every step of ``flow`` at once (its first steps due now) and return the
-        handle of its last step: ``await handle.result()`` is the workflow's result.
+        handle of its last step: ``await handle.result()`` is the workflow's result, and
+        ``handle.workflow_id`` the workflow's id (``workflow``, ``cancel_workflow``).
 
         Raises:
             TypeError: a step's job class belongs to another queue set.
@@ -297,9 +299,12 @@ class Producer(ProducerBase[Q]):
             job_payload,
             time.time_ns() // 1_000_000,
         )
-        await self.backend.start_workflow(str(uuid.uuid4()), rows, edges)
+        workflow_id = str(uuid.uuid4())
+        await self.backend.start_workflow(workflow_id, rows, edges)
         adapter = flow.last.job_class.__queuey_result__ or _adapter(Any)
-        return JobHandle(flow.last.job_id, self.backend, adapter)
+        handle = JobHandle(flow.last.job_id, self.backend, adapter)
+        handle.workflow_id = workflow_id
+        return handle
 
     async def cancel(self, job_id: str) -> CancelResult:
         """Cancel job ``job_id`` (of any queue): a pending or scheduled job ends
@@ -315,6 +320,32 @@ class Producer(ProducerBase[Q]):
             BackendError: the backend failed; nothing changed.
         """
         return await self.backend.cancel(job_id)
+
+    async def cancel_workflow(self, workflow_id: str) -> WorkflowCancel:
+        """Cancel workflow ``workflow_id`` (or the workflow of the step with that job id, e.g.
+        the handle ``enqueue_workflow`` returned): pending and waiting steps end ``cancelled``,
+        each running one is told as ``cancel`` tells it; ended steps stay as they are.
+
+        Raises:
+            NotSupportedError: the backend runs no workflows (RabbitMQ).
+            ConfigError: (PostgreSQL) the id is not a UUID.
+            BackendError: the backend failed; nothing changed.
+        """
+        return await self._workflow_ops().cancel_workflow(workflow_id)
+
+    async def workflow(self, workflow_id: str) -> WorkflowInfo | None:
+        """Workflow ``workflow_id`` (or that of the step with that job id) step by step: each
+        step's state, parents and error; ``None`` when there is none.
+
+        Raises:
+            NotSupportedError, ConfigError, BackendError: as for ``cancel_workflow``.
+        """
+        return await self._workflow_ops().workflow(workflow_id)
+
+    def _workflow_ops(self) -> WorkflowOps:
+        if not isinstance(self.backend, WorkflowOps):
+            raise workflows_refused(self.backend)
+        return self.backend
 
     async def job(self, job_id: str) -> JobInfo | None:
         """Where the job ``job_id`` (an id ``enqueue`` returned) is now: its state, attempts,

@@ -133,6 +133,8 @@ class JobHandle(EnqueueResult, Generic[T]):
             refused or replaced the pending holder, and this handle waits for that job).
     """
 
+    workflow_id: str | None = None
+    """The workflow whose last step this is (``enqueue_workflow``), else ``None``."""
     _backend: object
     _adapter: TypeAdapter[T]
 

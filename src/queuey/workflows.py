@@ -44,6 +44,13 @@ from typing import Any, Generic, TypeVar, get_type_hints, overload
 from pydantic import BaseModel, TypeAdapter
 
 from queuey.backends.steps import FailurePolicy, StepEdge, StepRow
+from queuey.backends.workflow_ops import (
+    WorkflowCancel,
+    WorkflowInfo,
+    WorkflowOps,
+    WorkflowStep,
+    WorkflowSummary,
+)
 from queuey.errors import ConfigError
 from queuey.jobs import Job
 
@@ -51,6 +58,11 @@ __all__ = [
     "Group",
     "StepFailed",
     "Workflow",
+    "WorkflowCancel",
+    "WorkflowInfo",
+    "WorkflowOps",
+    "WorkflowStep",
+    "WorkflowSummary",
     "chain",
     "group",
     "start",
@@ -253,7 +265,9 @@ def step_rows(
             )
         name, queue = target(node.job_class)
         body = {} if node.job is None else payload(node.job, name)
-        step = None if node.builder is None else {"builder": node.builder, "many": node.many}
+        step = None
+        if node.builder is not None:
+            step = {"builder": node.builder, "many": node.many, "parents": list(node.parents)}
         rows.append(StepRow(node.job_id, queue, name, 0, body, now_ms, len(node.parents), step))
         edges += [StepEdge(p, node.job_id, at, node.policy) for at, p in enumerate(node.parents)]
     return rows, edges

@@ -63,6 +63,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "backends._runs",
             "backends.steps",
             "backends.dashboard_store",
+            "backends.workflow_ops",
         ),
         ("vocabulary",),
     ),

@@ -68,7 +68,8 @@ async def test_a_chain_passes_each_result_to_the_next_step(
 async def test_steps_wait_until_their_parents_end(database_url: str, pg_schema: str) -> None:
     async with PostgresBackend(database_url, schema=pg_schema) as backend:
         producer = await Producer.create(FlowQueues, backend)
-        await producer.enqueue_workflow(chain(Fetch(url="a"), Count.from_page))
+        flow = chain(Fetch(url="a"), Count.from_page)
+        await producer.enqueue_workflow(flow)
         assert await statuses(database_url, pg_schema) == {"pending": 1, "waiting": 1}
         consumer = backend.consumer(FlowQueues.steps.config)
         first = await consumer.next()
@@ -78,8 +79,14 @@ async def test_steps_wait_until_their_parents_end(database_url: str, pg_schema: 
         await first.ack('{"body": "xyz"}')
         second = await consumer.next()
         assert second is not None and second.envelope.job_type == "flows.Count"
+        parents = [flow.nodes[0].job_id]
         assert second.envelope.payload == {
-            "__queuey_step__": {"builder": "from_page", "many": False, "inputs": [{"body": "xyz"}]}
+            "__queuey_step__": {
+                "builder": "from_page",
+                "many": False,
+                "parents": parents,
+                "inputs": [{"body": "xyz"}],
+            }
         }
 
 

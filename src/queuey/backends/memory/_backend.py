@@ -17,6 +17,7 @@ from typing import Any
 from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, QueueDepth
 from queuey.backends.memory._consumer import MemoryConsumer
 from queuey.backends.memory._store import QueueState, Store
+from queuey.backends.memory._workflows import MemoryWorkflowOps
 from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import MAX_DURATION
 from queuey.envelope import Envelope, Kind
@@ -29,7 +30,7 @@ from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State
 __all__ = ["MemoryBackend"]
 
 
-class MemoryBackend:
+class MemoryBackend(MemoryWorkflowOps):
     """In-memory transport honouring delays through the event loop's clock.
 
     Inspection helpers (synchronous): ``pending(q)``, ``pending_envelopes(q)``, ``acked(q)``,
@@ -168,7 +169,7 @@ class MemoryBackend:
             ShutDownError: the backend is closed.
         """
         self._store.check_open()
-        self._store.steps.start(steps, edges)
+        self._store.steps.start(workflow_id, steps, edges)
         for row in steps:
             envelope = _step_envelope(row, row.payload)
             if row.parents:

@@ -41,6 +41,10 @@ class Steps:
     def __init__(self) -> None:
         self._waiting: dict[str, _Waiting] = {}
         self._children: dict[str, list[StepEdge]] = {}
+        self.flows: dict[str, list[StepRow]] = {}
+        """Every workflow's steps, in the order they were enqueued, by workflow id."""
+        self.flow_of: dict[str, str] = {}
+        """The workflow id of each step, by its job id."""
         self.on_end: Callable[[str, JobState, str | None, str | None], None] | None = None
         """Called by ``job_ended`` for a step that has steps waiting for it (the backend's)."""
 
@@ -59,8 +63,11 @@ class Steps:
         """Waiting step ``job_id`` was cancelled: its parents' ends no longer reach it."""
         self._waiting.pop(job_id, None)
 
-    def start(self, rows: Sequence[StepRow], edges: Sequence[StepEdge]) -> None:
-        """Remember ``rows`` that wait (those with parents) and the ``edges`` to them."""
+    def start(self, workflow_id: str, rows: Sequence[StepRow], edges: Sequence[StepEdge]) -> None:
+        """Remember workflow ``workflow_id``'s ``rows``, those that wait (with parents) and the
+        ``edges`` to them."""
+        self.flows.setdefault(workflow_id, []).extend(rows)
+        self.flow_of.update((row.job_id, workflow_id) for row in rows)
         for row in rows:
             if row.parents:
                 self._waiting[row.job_id] = _Waiting(row, row.parents)

@@ -23,14 +23,25 @@ from typing import Any, Literal
 from queuey._validation import check_int
 from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.postgres._cancel import cancel_channel, cancel_result
+from queuey.backends.postgres._ids import parse_id
 from queuey.backends.postgres._rows import FailedRow, Held, QueueStatus, RowDetail, Touched
 from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._store import Store
-from queuey.errors import ConfigError
+from queuey.backends.postgres._workflow_ops import cancel_workflow, workflow_info, workflow_list
+from queuey.backends.workflow_ops import WorkflowCancel, WorkflowInfo, WorkflowSummary
 from queuey.queues import QueueConfig
 from queuey.secrets import remember
 
-__all__ = ["Admin", "FailedRow", "Held", "QueueStatus", "RowDetail", "Stopped", "Touched"]
+__all__ = [
+    "Admin",
+    "FailedRow",
+    "Held",
+    "QueueStatus",
+    "RowDetail",
+    "Stopped",
+    "Touched",
+    "parse_id",
+]
 
 Stopped = Literal["failed", "cancelled"]
 """The terminal states a person looks after: listed, retried and discarded alike."""
@@ -42,20 +53,6 @@ def cli_actor() -> str:
         return f"cli:{getpass.getuser()}"
     except (KeyError, OSError):  # no user name for this uid (a bare container)
         return "cli"
-
-
-def parse_id(row_id: str | uuid.UUID) -> str:
-    """``row_id`` as a canonical UUID string.
-
-    Raises:
-        ConfigError: ``row_id`` is not a UUID.
-    """
-    if isinstance(row_id, uuid.UUID):
-        return str(row_id)
-    try:
-        return str(uuid.UUID(row_id))
-    except (ValueError, TypeError, AttributeError):
-        raise ConfigError(f"{row_id!r} is not a job id (a UUID)") from None
 
 
 class Admin:
@@ -285,6 +282,45 @@ class Admin:
             count = 0 if result == "not_found" else 1
             await store.record_action(self._action("cancel", job_id=row_id, count=count))
             return result
+
+    async def workflows(self, limit: int = 50) -> list[WorkflowSummary]:
+        """The ``limit`` most recently enqueued workflows, newest first (``queuey workflows
+        list``).
+
+        Raises:
+            ConfigError: ``limit`` is not a whole number from 1.
+            BackendError, SchemaError: as for ``status``.
+        """
+        async with self._session() as store:
+            return await workflow_list(store, limit)
+
+    async def workflow(self, workflow_id: str | uuid.UUID) -> WorkflowInfo | None:
+        """Workflow ``workflow_id`` (or that of the step with that job id) step by step
+        (``queuey workflows show``); ``None`` when there is none.
+
+        Raises:
+            ConfigError: the id is not a UUID.
+            BackendError, SchemaError: as for ``status``.
+        """
+        async with self._session() as store:
+            return await workflow_info(store, parse_id(workflow_id))
+
+    async def cancel_workflow(self, workflow_id: str | uuid.UUID) -> WorkflowCancel:
+        """Cancel workflow ``workflow_id`` (or that of the step with that job id): its pending
+        and waiting steps end ``cancelled``; each running one is told as ``cancel`` tells it
+        (``queuey workflows cancel``). Audited as "cancel workflow".
+
+        Raises:
+            ConfigError: the id is not a UUID.
+            BackendError, SchemaError: as for ``status``.
+        """
+        found = parse_id(workflow_id)
+        async with self._session() as store:
+            done = await cancel_workflow(store, found, self.cancel_channel)
+            count = done.cancelled + done.requested
+            action = self._action("cancel workflow", filter=f"workflow {found}", count=count)
+            await store.record_action(action)
+            return done
 
     async def set_schedule_paused(self, name: str, paused: bool) -> bool:
         """Pause (or resume) schedule ``name`` for every worker; audited with the schedule's

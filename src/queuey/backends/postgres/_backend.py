@@ -53,6 +53,7 @@ from queuey.backends.postgres._sql import Statements, check_identifier
 from queuey.backends.postgres._steps import workflow_params
 from queuey.backends.postgres._store import Store
 from queuey.backends.postgres._wake import Waker
+from queuey.backends.postgres._workflow_ops import WorkflowOpsMixin
 from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope, Kind
@@ -72,7 +73,7 @@ def process_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class PostgresBackend:
+class PostgresBackend(WorkflowOpsMixin):
     """The PostgreSQL transport. Open it with ``await PostgresBackend.connect(url, ...)`` or
     ``async with PostgresBackend(url, ...)``.
 

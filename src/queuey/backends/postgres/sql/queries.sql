@@ -1120,3 +1120,61 @@ SELECT kind, queue, count(*)::int AS count FROM touched GROUP BY kind, queue ORD
 -- many, in the table the dashboard's audit log lists (migration 0004).
 INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
 VALUES (%(actor)s, %(action)s, %(kind)s, %(queue)s, %(job_id)s::uuid, %(filter)s, %(count)s);
+
+-- name: workflow_steps
+-- The steps of one workflow (%(id)s: its id, or the job id of one of its steps) in the order
+-- they were enqueued (parents first): id, job name, queue, status, step (its builder and its
+-- parents' ids, NULL for a root) and last error.
+SELECT m.workflow::text AS workflow, m.id::text AS id, m.job_type, m.queue, m.status, m.step,
+       m.error
+FROM {table} AS m
+WHERE m.workflow = coalesce((SELECT workflow FROM {table} WHERE id = %(id)s::uuid), %(id)s::uuid)
+ORDER BY m.seq;
+
+-- name: workflow_list
+-- The %(limit)s most recently enqueued workflows, newest first: id, the job name of the last
+-- step enqueued, when the first was enqueued (epoch ms) and how many steps are in each status.
+SELECT workflow::text AS workflow, (array_agg(job_type ORDER BY seq DESC))[1] AS last_step,
+       min(enqueued_at_ms) AS enqueued_at_ms,
+       jsonb_object_agg(status, n) AS counts
+FROM (SELECT workflow, status, count(*)::int AS n, max(seq) AS seq, min(enqueued_at_ms)
+             AS enqueued_at_ms, (array_agg(job_type ORDER BY seq DESC))[1] AS job_type
+      FROM {table} WHERE workflow IS NOT NULL GROUP BY workflow, status) AS per_status
+GROUP BY workflow
+ORDER BY min(enqueued_at_ms) DESC, workflow
+LIMIT %(limit)s;
+
+-- name: cancel_workflow
+-- Cancel a workflow (%(id)s: its id, or the job id of one of its steps): each pending or waiting
+-- step becomes cancelled at once; each running one keeps running with its cancel asked for and
+-- its worker told on %(channel)s (as cancel does: it ends cancelled when its run does). The
+-- edges into the steps cancelled and out of those that will not run go: no end feeds them.
+-- Rows are locked in id order. Returns how many were cancelled and how many told.
+WITH target AS (
+    SELECT id, status, claimed_by FROM {table}
+    WHERE workflow = coalesce((SELECT workflow FROM {table} WHERE id = %(id)s::uuid),
+                              %(id)s::uuid)
+      AND status IN ('pending', 'running', 'waiting')
+    ORDER BY id
+    FOR UPDATE
+), cancelled AS (
+    UPDATE {table} AS m
+    SET status = CASE WHEN target.status = 'running' THEN 'running' ELSE 'cancelled' END,
+        processed_at = CASE WHEN target.status = 'running' THEN NULL ELSE now() END,
+        error = CASE WHEN target.status = 'running' THEN m.error ELSE 'workflow cancelled' END,
+        unique_key = CASE WHEN target.status = 'running' THEN m.unique_key END,
+        cancel_requested_at = CASE WHEN target.status = 'running'
+                                   THEN coalesce(m.cancel_requested_at, now()) END
+    FROM target
+    WHERE m.id = target.id
+    RETURNING target.status AS was, target.claimed_by AS owner, m.id
+), unlinked AS (
+    DELETE FROM {workflow_edges} AS e USING cancelled AS c
+    WHERE e.child = c.id OR (e.parent = c.id AND c.was <> 'running')
+), told AS (
+    SELECT pg_notify(%(channel)s, owner || ' ' || id::text) FROM cancelled WHERE was = 'running'
+)
+SELECT count(*) FILTER (WHERE was <> 'running')::int AS cancelled,
+       count(*) FILTER (WHERE was = 'running')::int AS requested
+FROM cancelled
+WHERE (SELECT count(*) FROM told) >= 0;
