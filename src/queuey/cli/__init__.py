@@ -4,9 +4,9 @@ The root group and the shared helpers are in ``_root``; commands live beside it 
 imported when run (``_lazy`` says which module defines which command): ``_jobs`` (demo, worker,
 db migrate), ``_topics`` (run, publish), ``_http`` (serve), ``_ops`` (status, failed),
 ``_jobs_cmd`` (jobs cancel) and ``_jobs_show`` (jobs show), both on the ``jobs`` group of
-``_jobs_group``, ``_schedules`` (schedules list|pause|resume) and ``_dashboard`` (dashboard,
-``run --http``). Exit codes: 0 done, 1 nothing found, 2 bad usage, 3 the server cannot be
-reached. Messages never show a DSN password.
+``_jobs_group``, ``_schedules`` (schedules list|pause|resume), ``workflows`` (workflows
+list|show|cancel) and ``_dashboard`` (dashboard, ``run --http``). Exit codes: 0 done, 1
+nothing found, 2 bad usage, 3 the server cannot be reached. Messages never show a DSN password.
 """
 
 from __future__ import annotations

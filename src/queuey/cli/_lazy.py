@@ -53,6 +53,10 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
         "oldest due row has waited (database clock).",
     ),
     "worker": (("_jobs",), "Run TARGET until SIGINT/SIGTERM, then shut it down gracefully."),
+    "workflows": (
+        ("workflows",),
+        "Workflows (PostgreSQL): list them, show one step by step, cancel one.",
+    ),
 }
 
 
