@@ -30,6 +30,7 @@ from queuey.durations import Duration, parse_duration
 __all__ = [
     "Concurrency",
     "FlowLimit",
+    "PAUSED",
     "LimitSpec",
     "RateLimit",
     "ThrottleBackend",
@@ -125,6 +126,11 @@ class LimitSpec:
         a JSON array (a missing field is ``null``)."""
         values = payload if isinstance(payload, dict) else {}
         return json.dumps([values.get(name) for name in self.by], separators=(",", ":"))
+
+
+PAUSED = LimitSpec(None, (), 0, None)
+"""The limit zero: no row of the queue may start. A paused queue holds it beside its other
+limits, so a pause is answered where every limit is (the claim), for every worker at once."""
 
 
 def resolve_limits(

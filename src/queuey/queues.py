@@ -57,6 +57,8 @@ class QueueConfig:
             ``None`` hands out everything. Honoured by the memory and PostgreSQL backends.
         limits: the flow limits of the queue and of its job types (``queuey.limits``): rows
             are claimed only while every limit that applies to them has room.
+        app: the topic app (its ``[queues] prefix``) a topic queue belongs to: pausing the
+            app pauses the queue; ``None`` for a job queue.
     """
 
     name: str
@@ -68,6 +70,7 @@ class QueueConfig:
     kind: Kind = "job"
     job_types: tuple[str, ...] | None = None
     limits: tuple[LimitSpec, ...] = ()
+    app: str | None = None
 
     @property
     def top_priority(self) -> int:

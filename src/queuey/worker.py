@@ -26,7 +26,7 @@ from queuey._runtime.processes import refuse_while_starting
 from queuey._runtime.scheduler import Scheduler, job_entries, running, schedule_backend
 from queuey._runtime.stats import QueueStats
 from queuey._validation import check_int
-from queuey.backends.base import Backend, ConsumerGate
+from queuey.backends.base import Backend
 from queuey.batching import BatchHandler, JobClass
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope
@@ -96,8 +96,6 @@ class Worker(Engine, Generic[Q]):
             a CONSUMER span per run, child of the job's enqueue (the ``otel`` extra); see
             ``instrument``.
         metrics: a ``queuey.observability.Metrics`` to feed (the ``metrics`` extra).
-        gate: makes the consumers over ``backend``'s, e.g. the dashboard's ``PauseGate``
-            (they claim nothing while their queue is paused).
         max_deferrals: how many times one job may ``Defer`` (default 100, >= 0); at its next
             deferral it is dead-lettered with a reason saying so.
         plain_handlers: where plain (``def``) handlers run: ``"thread"`` (default; a thread
@@ -151,13 +149,11 @@ class Worker(Engine, Generic[Q]):
         cancel_grace: Duration = CANCEL_GRACE,
         tracing: object = False,
         metrics: Metrics | None = None,
-        gate: ConsumerGate | None = None,
         max_deferrals: int = DEFERRALS.most,
         min_defer: Duration = DEFERRALS.min_delay,
         plain_handlers: Literal["thread", "process"] = "thread",
     ) -> None:
         self.queue_set = queue_set
-        self.gate = gate
         self.deferrals = Deferrals(
             check_int(max_deferrals, "max_deferrals", low=0),
             parse_duration(min_defer, "min_defer"),
@@ -187,7 +183,6 @@ class Worker(Engine, Generic[Q]):
             middleware=[*own, *middleware],
             thread_name_prefix="queuey-handler",
             cancel_grace=self.cancel_grace,
-            gate=gate,
             processes=processes,
         )
         if tracing or metrics is not None:
@@ -284,7 +279,6 @@ class Worker(Engine, Generic[Q]):
             cancel_grace=self.cancel_grace,
             tracing=self.tracing,
             metrics=self.metrics,
-            gate=self.gate,
             max_deferrals=self.deferrals.most,
             min_defer=self.deferrals.min_delay,
             plain_handlers=self.plain_handlers,

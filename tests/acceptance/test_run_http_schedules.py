@@ -1,6 +1,6 @@
 """``queuey run --http`` with an app file that has ``[queues.schedule]`` and takes idempotency
-keys: the dashboard's pause gate makes the subscriber's consumers and leaves the backend's
-capabilities alone, so schedules fire (exactly once per slot), a repeated ``Idempotency-Key``
+keys: the subscriber consumes through the backend itself (a pause is the claim's limit zero,
+no wrapper), so schedules fire (exactly once per slot), a repeated ``Idempotency-Key``
 replays the first publication, and the topic app's functions run, all in one process."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from queuey._runtime.middleware import Chain, Middleware, OutcomeLog
 from queuey._runtime.runner import Runner
 from queuey._runtime.stats import QueueStats, Stats
 from queuey._validation import check_int
-from queuey.backends.base import Backend, ConsumerGate, Observable
+from queuey.backends.base import Backend, Observable
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
 
@@ -52,8 +52,6 @@ class Engine:
         thread_name_prefix: names the handler threads.
         cancel_grace: how long a handler whose job was cancelled may take to stop on its own
             before its task is cancelled.
-        gate: makes the consumers over ``backend``'s (the dashboard's ``PauseGate``: they claim
-            nothing while their queue is paused); ``None``: ``backend``'s own.
         processes: plain handlers run in child processes (which can be killed) instead of
             threads.
 
@@ -80,7 +78,6 @@ class Engine:
         middleware: Sequence[Middleware],
         thread_name_prefix: str,
         cancel_grace: timedelta = CANCEL_GRACE,
-        gate: ConsumerGate | None = None,
         processes: bool = False,
     ) -> None:
         self.backend = backend
@@ -105,7 +102,6 @@ class Engine:
             paused=paused,
             thread_name_prefix=thread_name_prefix,
             in_thread=self._runner.in_thread,
-            gate=gate,
             processes=processes,
         )
         self._running = False

@@ -45,7 +45,7 @@ from queuey._runtime.settle import give_up, release
 from queuey._runtime.slots import SlotAware, Slots
 from queuey._runtime.threads import HandlerThreads
 from queuey._waits import first_of
-from queuey.backends.base import Backend, Consumer, ConsumerGate, Delivery, RunKeeper
+from queuey.backends.base import Backend, Consumer, Delivery, RunKeeper
 from queuey.queues import QueueConfig
 
 __all__ = ["Bind", "ConsumeLoop"]
@@ -76,8 +76,6 @@ class ConsumeLoop:
         thread_name_prefix: names the handler threads.
         in_thread: whether a thread runs a delivery's plain handler now (such a delivery is
             never cancelled and handed back by shutdown); by default none is.
-        gate: makes the consumers, over ``backend``'s (the dashboard's ``PauseGate``);
-            ``None``: ``backend.consumer``.
         processes: plain handlers run in ``concurrency`` child processes
             (``HandlerProcesses``, which can be killed) instead of threads.
 
@@ -96,12 +94,10 @@ class ConsumeLoop:
         paused: bool = False,
         thread_name_prefix: str = "queuey-handler",
         in_thread: InThread | None = None,
-        gate: ConsumerGate | None = None,
         processes: bool = False,
     ) -> None:
         self._backend = backend
         self._processes = processes
-        self._gate = gate
         self.configs = list(configs)
         self._bind = bind
         self._concurrency = concurrency
@@ -196,9 +192,7 @@ class ConsumeLoop:
         return interrupted in done
 
     def _consumer(self, config: QueueConfig) -> Consumer:
-        if self._gate is None:
-            return self._backend.consumer(config)
-        return self._gate.consumer(self._backend, config)
+        return self._backend.consumer(config)
 
     async def _fetch(self, consumer: Consumer, config: QueueConfig, executor: Executor) -> None:
         process = self._bind(config, executor, self._ran)

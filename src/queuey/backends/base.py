@@ -68,7 +68,6 @@ __all__ = [
     "Backend",
     "CancelResult",
     "Consumer",
-    "ConsumerGate",
     "Delivery",
     "DepthBackend",
     "Observable",
@@ -278,16 +277,6 @@ class Consumer(Protocol):
 
     async def stop(self) -> None:
         """Stop pulling new deliveries; those already pulled are still handed out by ``next``."""
-        ...
-
-
-class ConsumerGate(Protocol):
-    """Decides when a worker's or subscriber's consumers may claim (the dashboard's
-    ``PauseGate``): it makes each consumer, over the backend's own, and the backend keeps
-    every capability of its own (unique keys, schedules, queue depths)."""
-
-    def consumer(self, backend: Backend, queue: QueueConfig) -> Consumer:
-        """A consumer of ``queue`` on ``backend`` that claims only while this gate lets it."""
         ...
 
 

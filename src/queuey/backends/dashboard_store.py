@@ -324,9 +324,6 @@ class DashboardStore(Protocol):
     async def paused(self) -> list[Pause]:
         """Every pause in force."""
 
-    async def paused_keys(self) -> list[tuple[str, str]]:
-        """``(kind, queue)`` of every pause in force (what ``PauseGate.follow`` reads)."""
-
     async def retry(
         self,
         actor: str,

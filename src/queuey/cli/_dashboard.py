@@ -2,8 +2,9 @@
 runs an app's topic subscribers, the publish endpoint and the dashboard in one process.
 
 ``--http`` is added to the ``run`` command defined in ``_topics``: without it ``run`` is
-unchanged. In that one process the subscribers obey the dashboard's pauses at once, and
-follow pauses made elsewhere (another process's dashboard) within a second.
+unchanged. A pause made in the dashboard is the queue's limit zero, answered by the claim
+itself: these subscribers, and every other process's, stop claiming at their next claim, and a
+resume wakes them at once (a notification).
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ HOST = click.option("--host", default="127.0.0.1", show_default=True, help="Addr
 PORT = click.option(
     "--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="TCP port."
 )
-PAUSE_POLL_SECS = 1.0
-"""How often ``run --http`` reads the pause table for pauses made by other processes."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +132,7 @@ def _run_http(
 
     async def serve() -> None:
         from queuey.cli._topics import connect_backend
-        from queuey.dashboard import PauseGate, dashboard_mount
+        from queuey.dashboard import dashboard_mount
         from queuey.http import publish_app
         from queuey.http.server import HttpServer, timeouts
 
@@ -141,11 +140,9 @@ def _run_http(
         store = _store(url, schema, app.config)
         try:
             await store.open()
-            gate = PauseGate(app.config.prefix)
-            gate.set(await store.paused_keys())
-            subscriber = app.subscriber(backend, gate=gate)
+            subscriber = app.subscriber(backend)
             mount = dashboard_mount(
-                settings.dashboard, store, settings.http, app_prefix=app.config.prefix, gate=gate
+                settings.dashboard, store, settings.http, app_prefix=app.config.prefix
             )
             http_app = publish_app(
                 settings.http, app.publisher(backend), settings.publish, mounts=[mount]
@@ -156,12 +153,7 @@ def _run_http(
                 subscriber.shutdown(force=force)
                 server.shutdown(force)
 
-            await run_until_signal(
-                lambda: _together(
-                    subscriber.run(), server.run(), gate.follow(store.paused_keys, PAUSE_POLL_SECS)
-                ),
-                stop,
-            )
+            await run_until_signal(lambda: _together(subscriber.run(), server.run()), stop)
         finally:
             await store.close()
             await backend.close()
@@ -169,14 +161,9 @@ def _run_http(
     run_async(serve())
 
 
-async def _together(subscriber: Any, server: Any, follower: Any) -> None:
-    """Run the subscriber and the server until both end; the pause follower ends with them."""
-    following = asyncio.ensure_future(follower)
-    try:
-        await asyncio.gather(subscriber, server)
-    finally:
-        following.cancel()
-        await asyncio.gather(following, return_exceptions=True)
+async def _together(subscriber: Any, server: Any) -> None:
+    """Run the subscriber and the server until both end."""
+    await asyncio.gather(subscriber, server)
 
 
 def _add_http_to_run() -> None:

@@ -17,11 +17,9 @@ except ImportError as exc:
 
 from queuey.dashboard.app import dashboard_app, dashboard_mount, dashboard_path
 from queuey.dashboard.config import DashboardConfig
-from queuey.dashboard.pauses import PauseGate
 
 __all__ = [
     "DashboardConfig",
-    "PauseGate",
     "dashboard_app",
     "dashboard_mount",
     "dashboard_path",

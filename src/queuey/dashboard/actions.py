@@ -27,7 +27,6 @@ from starlette.responses import Response
 from queuey.backends.dashboard_store import ConfirmationGone, DashboardStore
 from queuey.dashboard.guard import Caller, Guard, SignInRefused
 from queuey.dashboard.pages import FLASH
-from queuey.dashboard.pauses import PauseGate
 from queuey.dashboard.session import COOKIE
 from queuey.dashboard.web import Templates, job_filter, read_form
 
@@ -54,13 +53,10 @@ class Actions:
         store: the database actions.
         guard: access decisions.
         templates: rendering.
-        gate: a pause gate in this process to update at once after pause/resume, or ``None``.
     """
 
-    def __init__(
-        self, store: DashboardStore, guard: Guard, templates: Templates, gate: PauseGate | None
-    ) -> None:
-        self.store, self.guard, self.templates, self.gate = store, guard, templates, gate
+    def __init__(self, store: DashboardStore, guard: Guard, templates: Templates) -> None:
+        self.store, self.guard, self.templates = store, guard, templates
 
     # -- signing in --------------------------------------------------------------------------
 
@@ -193,18 +189,12 @@ class Actions:
     async def _pause(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
         kind, queue = _target(form)
         changed = await self.store.pause(caller.name, kind, queue)
-        await self._refresh_gate()
         return "pause", int(changed)
 
     async def _resume(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
         kind, queue = _target(form)
         changed = await self.store.resume(caller.name, kind, queue)
-        await self._refresh_gate()
         return "resume", int(changed)
-
-    async def _refresh_gate(self) -> None:
-        if self.gate is not None:
-            self.gate.set(await self.store.paused_keys())
 
 
 def _job_id(form: dict[str, str]) -> str:

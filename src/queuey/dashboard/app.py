@@ -25,7 +25,6 @@ from queuey.dashboard.actions import Actions
 from queuey.dashboard.config import DashboardConfig
 from queuey.dashboard.guard import Guard
 from queuey.dashboard.pages import Pages
-from queuey.dashboard.pauses import PauseGate
 from queuey.dashboard.session import SessionSigner
 from queuey.dashboard.web import SECURITY_HEADERS, Templates
 from queuey.errors import BackendError
@@ -52,12 +51,9 @@ def dashboard_mount(
     *,
     authenticator: Authenticator | None = None,
     app_prefix: str | None = None,
-    gate: PauseGate | None = None,
 ) -> Mount:
     """The dashboard as a route to add to the publish app (see ``dashboard_app``)."""
-    app = dashboard_app(
-        config, store, http, authenticator=authenticator, app_prefix=app_prefix, gate=gate
-    )
+    app = dashboard_app(config, store, http, authenticator=authenticator, app_prefix=app_prefix)
     return Mount(dashboard_path(http), app=app)
 
 
@@ -68,7 +64,6 @@ def dashboard_app(
     *,
     authenticator: Authenticator | None = None,
     app_prefix: str | None = None,
-    gate: PauseGate | None = None,
 ) -> Starlette:
     """Build the dashboard app, to be mounted at ``dashboard_path(http)``.
 
@@ -78,7 +73,6 @@ def dashboard_app(
         http: the ``[http]`` settings: the base path and the credentials accepted.
         authenticator: resolves credentials; by default bearer JWTs and API keys from ``http``.
         app_prefix: the topic app's prefix, offered for pausing as a whole; ``None`` for none.
-        gate: this process's pause gate, updated at once by pause and resume.
 
     Returns:
         The app. Logs a warning when an access string closed its door unasked.
@@ -95,7 +89,7 @@ def dashboard_app(
     )
     templates = Templates(path)
     pages = Pages(store, guard, templates, app_prefix)
-    actions = Actions(store, guard, templates, gate)
+    actions = Actions(store, guard, templates)
     routes = [
         Route("/", pages.overview),
         Route("/jobs", pages.jobs),

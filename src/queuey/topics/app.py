@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar, overload
 
-from queuey.backends.base import Backend, ConsumerGate
+from queuey.backends.base import Backend
 from queuey.durations import Duration
 from queuey.errors import ConfigError
 from queuey.topics.appfile import AppConfig, load_app_config
@@ -142,10 +142,8 @@ class App:
         concurrency: int | None = None,
         shutdown_grace: Duration | None = None,
         paused: bool | None = None,
-        gate: ConsumerGate | None = None,
     ) -> Subscriber:
-        """A subscriber running this app's functions on ``backend`` (see ``Subscriber``;
-        ``gate``: e.g. the dashboard's ``PauseGate``)."""
+        """A subscriber running this app's functions on ``backend`` (see ``Subscriber``)."""
         return Subscriber(
             self.config,
             self.functions,
@@ -153,7 +151,6 @@ class App:
             concurrency=concurrency,
             shutdown_grace=shutdown_grace,
             paused=paused,
-            gate=gate,
         )
 
 

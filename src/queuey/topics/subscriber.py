@@ -27,7 +27,7 @@ from datetime import datetime
 from queuey._runtime.engine import Engine
 from queuey._runtime.middleware import Middleware
 from queuey._runtime.scheduler import Entry, Fire, Scheduler, running, schedule_backend
-from queuey.backends.base import Backend, ConsumerGate
+from queuey.backends.base import Backend
 from queuey.durations import Duration, parse_duration
 from queuey.queues import QueueConfig
 from queuey.schedule import slot_key
@@ -54,6 +54,7 @@ def topic_queue(topic: str, config: QueuesConfig) -> QueueConfig:
         prefetch=config.batch,
         max_priority=0,
         job_types=tuple(config.subscribers(topic)),
+        app=config.prefix,
     )
 
 
@@ -97,9 +98,6 @@ class Subscriber(Engine):
         paused: start paused (default: ``not config.enabled``).
         middleware: ``Middleware`` instances run around each message and told each outcome,
             after the built-in ones (outcome log, stats), in order.
-        gate: makes the consumers over ``backend``'s, e.g. the dashboard's ``PauseGate``
-            (they claim nothing while their topic or app is paused); the backend keeps its
-            own capabilities (schedules, idempotency keys).
 
     Attributes:
         stats: per topic, the outcomes this subscriber observed (``QueueStats``).
@@ -121,7 +119,6 @@ class Subscriber(Engine):
         shutdown_grace: Duration | None = None,
         paused: bool | None = None,
         middleware: Sequence[Middleware] = (),
-        gate: ConsumerGate | None = None,
     ) -> None:
         self.config = config
         self.functions = functions
@@ -138,7 +135,6 @@ class Subscriber(Engine):
             paused=not config.enabled if paused is None else paused,
             middleware=middleware,
             thread_name_prefix="queuey-topic",
-            gate=gate,
         )
 
     def missing_functions(self) -> list[tuple[str, str]]:

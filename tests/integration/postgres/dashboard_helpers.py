@@ -13,7 +13,7 @@ from psycopg import sql
 from psycopg.types.json import Json
 
 from queuey.backends.postgres import PgDashboardStore
-from queuey.dashboard import DashboardConfig, PauseGate, dashboard_mount
+from queuey.dashboard import DashboardConfig, dashboard_mount
 from queuey.http import (
     AccessPolicy,
     ApiKeyConfig,
@@ -49,11 +49,10 @@ def dashboard(
     *,
     view: str = "role:ops",
     act: str = "role:admin",
-    gate: PauseGate | None = None,
 ) -> Any:
     """The publish app (closed) with the dashboard mounted at /api/dashboard."""
     config = DashboardConfig(view=AccessPolicy.parse(view), act=AccessPolicy.parse(act))
-    mount = dashboard_mount(config, store, http_settings(), app_prefix="shop", gate=gate)
+    mount = dashboard_mount(config, store, http_settings(), app_prefix="shop")
     return publish_app(
         http_settings(), RecordingPublisher(), AccessPolicy.parse("private"), mounts=[mount]
     )

@@ -58,6 +58,7 @@ async def fill(url: str, schema: str, due: int, later: int) -> None:
 CLAIM_VALUES: dict[str, Any] = {
     "kind": "job",
     "queue": "plans.work",
+    "app": None,
     "limit": 256,
     "owner": "test",
     "lease": 30.0,

@@ -22,7 +22,7 @@ from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import MAX_DURATION
 from queuey.envelope import Envelope, Kind
 from queuey.errors import BackendError, UnknownJobError
-from queuey.limits import Throttled, ThrottleTally
+from queuey.limits import LimitSpec, Throttled, ThrottleTally
 from queuey.queues import QueueConfig
 from queuey.schedule import ScheduleRecord
 from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State, UniqueKey
@@ -300,6 +300,33 @@ class MemoryBackend(MemoryWorkflowOps):
     async def set_schedule_paused(self, name: str, paused: bool) -> bool:
         """Pause or resume ``name``; ``False`` when unknown."""
         return self._store.keys.pause(name, paused)
+
+    # -- flow control: a pause is the limit zero ---------------------------------------------
+
+    async def pause_queue(self, queue: str, kind: Kind = "job") -> bool:
+        """Pause ``queue``: no row of it starts (its limit zero) until ``resume_queue``;
+        running ones finish. Returns whether it ran before."""
+        return self._pause(queue, kind, True)
+
+    async def resume_queue(self, queue: str, kind: Kind = "job") -> bool:
+        """Undo ``pause_queue``; its consumers look again at once. Returns whether it was
+        paused."""
+        return self._pause(queue, kind, False)
+
+    def _pause(self, queue: str, kind: Kind, paused: bool) -> bool:
+        flow = self._queue(queue, kind).flow
+        changed, flow.paused = flow.paused != paused, paused
+        self._queue(queue, kind).changed.set()
+        return changed
+
+    async def set_limits(
+        self, queue: str, limits: Sequence[LimitSpec] | None, kind: Kind = "job"
+    ) -> None:
+        """Put ``limits`` (its job types' included) in place of ``queue``'s declared limits,
+        in force at its consumers' next look; ``None``: the declared ones again."""
+        state = self._queue(queue, kind)
+        state.flow.override = None if limits is None else tuple(limits)
+        state.changed.set()
 
     # -- inspection -------------------------------------------------------------------------
 

@@ -237,7 +237,7 @@ class MemoryConsumer:
                 self._slots -= 1
                 store.handed_out(envelope)
                 store.track(envelope, "running", ran=True)
-                holds = self._queue.flow.start(self._limits, envelope, now())
+                holds = self._queue.flow.start(self._in_force(), envelope, now())
                 release = partial(self._release, holds)
                 return MemoryDelivery(store, self._queue, envelope, release)
             await self._wait()
@@ -266,6 +266,7 @@ class MemoryConsumer:
         index = 0
         soonest: float | None = None  # when a job held back by a rate window may start
         held = {"concurrency": 0, "rate": 0}
+        limits = self._in_force()
         while index < len(pending):
             item = pending[index]
             if item.expires_at is not None and now() > item.expires_at:
@@ -275,7 +276,7 @@ class MemoryConsumer:
             elif (
                 wanted is None or item.envelope.job_type in wanted
             ) and not self._store.keys.held_back(item.envelope.job_id):
-                wait = self._queue.flow.wait(self._limits, item.envelope, now())
+                wait = self._queue.flow.wait(limits, item.envelope, now())
                 if wait is None:
                     del pending[index]
                     self._count(held)
@@ -290,12 +291,17 @@ class MemoryConsumer:
         self._count(held)
         return None
 
+    def _in_force(self) -> tuple[LimitSpec, ...]:
+        """This queue's limits now: the declared or those set at run time, a pause's zero."""
+        return self._queue.flow.limits(self._limits)
+
     def _count(self, held: dict[str, int]) -> None:
         """Tell the tally what this look at the queue held back, per limit kind the queue has
         (a row held back by both kinds counts as held by its concurrency cap)."""
-        if self._tally is None or not self._limits:
+        limits = [spec for spec in self._in_force() if spec.limit > 0]  # not a pause's zero
+        if self._tally is None or not limits:
             return
-        kinds = {"concurrency" if spec.per is None else "rate" for spec in self._limits}
+        kinds = {"concurrency" if spec.per is None else "rate" for spec in limits}
         for kind in sorted(kinds):
             self._tally.record(self._queue.config.name, kind, held[kind])
 

@@ -5,6 +5,10 @@ The same rules as the PostgreSQL claim: a row is handed out only while every lim
 applies to it (its queue's, its job type's) has room for its key; a concurrency share is held
 from hand-out to settle, a start stays in a rate window for ``per`` seconds. Rows are handed out
 in queue order (the first that may start), not round robin across keys.
+
+A pause is the limit zero (``PAUSED``) held beside the queue's limits, and limits set at run
+time (``MemoryBackend.set_limits``) replace the declared ones until reset: every consumer of the
+queue asks ``limits`` at each look, so both take effect at once.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from queuey.envelope import Envelope
-from queuey.limits import LimitSpec
+from queuey.limits import PAUSED, LimitSpec
 
 __all__ = ["Flow", "Holds"]
 
@@ -26,8 +30,17 @@ class Flow:
     """Running rows and recent starts per limit and key, of one queue."""
 
     def __init__(self) -> None:
+        self.paused = False
+        self.override: tuple[LimitSpec, ...] | None = None
+        """Limits set at run time, in place of the declared ones; ``None``: the declared."""
         self._running: defaultdict[tuple[LimitSpec, str], int] = defaultdict(int)
         self._starts: defaultdict[tuple[str, str], deque[float]] = defaultdict(deque)
+
+    def limits(self, declared: Sequence[LimitSpec]) -> tuple[LimitSpec, ...]:
+        """The limits in force: ``override`` (else ``declared``), and ``PAUSED`` while
+        paused."""
+        chosen = tuple(declared) if self.override is None else self.override
+        return (*chosen, PAUSED) if self.paused else chosen
 
     def wait(self, limits: Sequence[LimitSpec], envelope: Envelope, t: float) -> float | None:
         """``None`` when ``envelope`` may start at ``t``; else the seconds until a rate window

@@ -251,10 +251,6 @@ class PgDashboardStore:
         """Every paused queue and topic app."""
         return await self._rows("paused", {}, Pause)
 
-    async def paused_keys(self) -> list[tuple[str, str]]:
-        """``(kind, queue)`` of every pause: what ``PauseGate.follow`` reads."""
-        return [(pause.kind, pause.queue) for pause in await self.paused()]
-
     # -- actions -----------------------------------------------------------------------------
 
     async def retry(
@@ -356,8 +352,9 @@ class PgDashboardStore:
         return bool(rows and rows[0][0])
 
     async def resume(self, actor: str, kind: str, queue: str) -> bool:
-        """Undo ``pause``; audited. Returns whether it was paused."""
-        rows = await self._execute("resume", {"actor": actor, "kind": kind, "queue": queue})
+        """Undo ``pause`` and wake its consumers; audited. Returns whether it was paused."""
+        params = {"actor": actor, "kind": kind, "queue": queue, "job_channel": self.job_channel}
+        rows = await self._execute("resume", params | {"topic_channel": self.topic_channel})
         return bool(rows and rows[0][0])
 
     @staticmethod

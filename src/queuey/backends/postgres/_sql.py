@@ -46,7 +46,7 @@ def check_identifier(value: str, what: str) -> str:
 def _raw_queries() -> dict[str, str]:
     """The ``-- name:`` statements of ``queries.sql``, each ``{part}`` replaced by the code
     (comments left out) of its ``-- part:`` block: text several statements share, never run
-    alone."""
+    alone (a part may use the parts above it)."""
     text = resources.files(__package__).joinpath("sql/queries.sql").read_text()
     pieces = _NAME_LINE.split(text)
     blocks = zip(pieces[1::3], pieces[2::3], pieces[3::3], strict=True)
@@ -54,10 +54,11 @@ def _raw_queries() -> dict[str, str]:
     parts: dict[str, str] = {}
     for kind, name, body in blocks:
         (parts if kind == "part" else statements)[name] = body.strip()
-    for part, body in parts.items():
+    for part, body in parts.items():  # a part may use the parts defined before it
         code = "\n".join(line for line in body.splitlines() if not line.startswith("--"))
-        for name, statement in statements.items():
-            statements[name] = statement.replace(f"{{{part}}}", code)
+        for table in (parts, statements):
+            for name, statement in table.items():
+                table[name] = statement.replace(f"{{{part}}}", code)
     return statements
 
 

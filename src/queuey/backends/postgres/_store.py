@@ -368,6 +368,7 @@ class Store:
         params: dict[str, Any] = {
             "kind": config.kind,
             "queue": config.name,
+            "app": config.app,
             "limit": limit,
             "owner": self.owner,
             "lease": self.lease,
@@ -702,7 +703,12 @@ class Store:
     async def flow_held(self, config: QueueConfig) -> tuple[int, int]:
         """``flow_held``: the due rows of ``config``'s queue its concurrency caps and its rate
         limits hold back now (``config.limits`` must not be empty)."""
-        params = {"kind": config.kind, "queue": config.name, "job_types": _job_types(config)}
+        params = {
+            "kind": config.kind,
+            "queue": config.name,
+            "app": config.app,
+            "job_types": _job_types(config),
+        }
         params.update(limited_claim(config.limits))
         rows = await self._fetch("flow_held", params, tuple_row)
         return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)

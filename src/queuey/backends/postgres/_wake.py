@@ -3,7 +3,8 @@
 A notification names the queue whose rows were committed (``pg_notify(channel, queue)``), and
 only that queue's consumers are woken. The payload is a hint: a woken consumer claims whatever
 is due and may find nothing (another worker was faster). Events that may concern any queue (the
-LISTEN connection came back, the database recovered, a poll tick, a reclaim) wake them all.
+LISTEN connection came back, the database recovered, a poll tick, a reclaim, a resumed topic
+app's empty payload) wake them all.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ class Waker:
             peers.remove(consumer)
 
     def notified(self, queue: str) -> None:
-        """A notification named ``queue``: wake its consumers."""
+        """A notification named ``queue``: wake its consumers (an empty name: every one, as a
+        resumed topic app sends)."""
+        if not queue:
+            self.wake_all()
         for consumer in self._consumers.get(queue, ()):
             consumer.poke()
 

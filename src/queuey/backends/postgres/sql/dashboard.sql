@@ -371,13 +371,19 @@ SELECT %(actor)s, 'pause', %(kind)s, %(queue)s, '', count(*) FROM added
 RETURNING count;
 
 -- name: resume
--- Resume what pause paused.
+-- Resume what pause paused, and wake its consumers at once: a queue's on its channel (named in
+-- the payload), a topic app's every consumer on the topic channel (an empty payload).
 WITH removed AS (
     DELETE FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s
     RETURNING 1
+), woken AS (
+    SELECT pg_notify(CASE WHEN %(kind)s = 'job' THEN %(job_channel)s ELSE %(topic_channel)s END,
+                     CASE WHEN %(kind)s = 'app' THEN '' ELSE %(queue)s END) AS notified
+    FROM (SELECT 1 FROM removed LIMIT 1) AS one
 )
 INSERT INTO {audit} (actor, action, kind, queue, filter, count)
 SELECT %(actor)s, 'resume', %(kind)s, %(queue)s, '', count(*) FROM removed
+WHERE (SELECT count(*) FROM woken) >= 0
 RETURNING count;
 
 -- name: cancel

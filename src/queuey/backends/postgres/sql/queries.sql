@@ -177,6 +177,14 @@ WITH claimed AS (
 SELECT ids, fingerprint, fresh FROM claimed
 WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 
+-- part: paused_here
+-- Whether the queue is paused: its limit zero, answered by the claim itself for every worker at
+-- once (a row in {paused}, migration 0004, written by `queuey queues pause`, the dashboard or
+-- Admin.pause_queue). A topic queue is paused with its app too (kind 'app', queue = the app's
+-- prefix, %(app)s; NULL for a job queue). Two probes of its primary key, never a bitmap.
+(EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
+ OR EXISTS (SELECT 1 FROM {paused} WHERE kind = 'app' AND queue = %(app)s))
+
 -- name: claim
 -- Take up to %(limit)s due rows of one queue, skipping rows other workers hold. A row that
 -- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
@@ -191,8 +199,8 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 -- text (decoded by the row factory's faster parser) and with empty headers as NULL (nothing to
 -- decode); waited is how long the row was due before this claim (seconds: the scheduling lag
 -- the metrics report). Columns are named for the row factory that decodes them (_rows.py),
--- which finds each by name. A queue an operator paused
--- ({paused}, migration 0004: the dashboard's pause) yields nothing, for every worker at once.
+-- which finds each by name. A paused queue (paused_here: the limit zero) yields nothing, for
+-- every worker at once.
 --
 -- A short claim (fewer rows than the limit) also says when the queue's next row falls due, so
 -- a wake-up costs one round trip: due_in, seconds from now, on every row (NULL on a full claim,
@@ -248,7 +256,7 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
     ) AS due_now
-    WHERE NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
+    WHERE NOT {paused_here}
     LIMIT %(limit)s
 ), ranked AS (
     SELECT id,
@@ -271,7 +279,7 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
               greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
 ), due AS (
     SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
-                 AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
+                 AND NOT {paused_here}
            THEN (SELECT extract(epoch FROM min(
                     (SELECT t.available_at FROM {table} AS t
                      WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
@@ -309,7 +317,7 @@ lim AS MATERIALIZED (
       AND (unique_states & 30 <> 18
            OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
                           WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
-      AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
+      AND NOT {paused_here}
     ORDER BY priority DESC, available_at, seq
     LIMIT %(scan)s
 ), keyed AS MATERIALIZED (
@@ -439,7 +447,7 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
       AND started_at < (SELECT t FROM clock) - make_interval(secs => %(horizon)s::float8)
 ), due AS (
     SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
-                 AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
+                 AND NOT {paused_here}
            THEN least(
                (SELECT extract(epoch FROM min(
                     (SELECT t.available_at FROM {table} AS t
