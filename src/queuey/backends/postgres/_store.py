@@ -365,15 +365,9 @@ class Store:
         """``claim``: take up to ``limit`` due rows of ``config``'s queue (of its job types) for
         ``lease`` seconds; returned in claim order (priority, due time, insertion). A short
         claim also tells, in the same round trip, when the queue's next row falls due."""
-        params: dict[str, Any] = {
-            "kind": config.kind,
-            "queue": config.name,
-            "app": config.app,
-            "limit": limit,
-            "owner": self.owner,
-            "lease": self.lease,
-            "job_types": _job_types(config),
-        }
+        params: dict[str, Any] = {"kind": config.kind, "queue": config.name, "app": config.app}
+        params |= {"limit": limit, "owner": self.owner, "lease": self.lease}
+        params["job_types"] = _job_types(config)
         name, first, limited = "claim", None, bool(config.limits)
         if limited:  # a queue without limits runs the plain claim, untouched
             params.update(limited_claim(config.limits))
@@ -703,13 +697,8 @@ class Store:
     async def flow_held(self, config: QueueConfig) -> tuple[int, int]:
         """``flow_held``: the due rows of ``config``'s queue its concurrency caps and its rate
         limits hold back now (``config.limits`` must not be empty)."""
-        params = {
-            "kind": config.kind,
-            "queue": config.name,
-            "app": config.app,
-            "job_types": _job_types(config),
-        }
-        params.update(limited_claim(config.limits))
+        params: dict[str, Any] = {"kind": config.kind, "queue": config.name, "app": config.app}
+        params |= {"job_types": _job_types(config), **limited_claim(config.limits)}
         rows = await self._fetch("flow_held", params, tuple_row)
         return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
