@@ -39,6 +39,7 @@ from queuey.cli import run_until_signal
 
 KEYS = int(os.environ.get("KEYS", "200"))
 RATE = int(os.environ.get("RATE", "5"))
+BURST = int(os.environ.get("BURST", "0"))
 PROCESSES = int(os.environ.get("PROCESSES", "4"))
 SECONDS = float(os.environ.get("SECONDS", "60"))
 JOBS = int(os.environ.get("JOBS", "20000"))
@@ -52,7 +53,7 @@ class FlowBench(QueueSet, prefix="flowbench"):
 
 
 class Rated(Job[FlowBench], queue=FlowBench.rated, name="flowbench.Rated",
-            limits=[RateLimit(RATE, per="1s", by="tenant")]):  # fmt: skip
+            limits=[RateLimit(RATE, per="1s", by="tenant", burst=BURST)]):  # fmt: skip
     tenant: str
 
 

@@ -65,8 +65,11 @@ class Concurrency:
 
 @dataclass(frozen=True)
 class RateLimit:
-    """At most ``limit`` starts per key in any window of ``per`` (a sliding window: no span
-    of ``per`` holds more), across every worker process.
+    """``limit`` starts per ``per`` for each key, paced evenly (one every ``per / limit``
+    seconds), with up to ``burst`` more at once after a quiet spell, across every worker
+    process. No span of ``per`` holds more than ``limit + burst`` starts of a key, and a key
+    whose worker came late to a start keeps it (up to ``burst`` starts): its long-run rate is
+    ``limit`` per ``per`` (a token bucket of ``burst + 1`` starts, filled at that rate).
 
     Args:
         limit: starts per window (1..1,000,000).
@@ -74,17 +77,23 @@ class RateLimit:
         by: names of the job's fields whose values make the key; empty (default): one key
             for the whole queue or job type. Several ``RateLimit`` with the same ``by`` are
             several windows on one key, all enforced.
+        burst: starts a key may make ahead of the even pace (0..1,000,000; default 0: never
+            ahead, so a late start is not made up).
     """
 
     limit: int
     per: float
     by: tuple[str, ...] = ()
+    burst: int = 0
 
-    def __init__(self, limit: int, *, per: Duration, by: Iterable[str] | str = ()) -> None:
+    def __init__(
+        self, limit: int, *, per: Duration, by: Iterable[str] | str = (), burst: int = 0
+    ) -> None:
         object.__setattr__(self, "limit", limit)
         seconds = parse_duration(per, "per").total_seconds()
         object.__setattr__(self, "per", seconds)
         object.__setattr__(self, "by", _fields(by))
+        object.__setattr__(self, "burst", burst)
 
 
 FlowLimit = Concurrency | RateLimit
@@ -100,12 +109,14 @@ class LimitSpec:
         by: the key's field names (empty: one key).
         limit: running rows at once (``per`` is ``None``) or starts per ``per`` seconds.
         per: the rate window in seconds; ``None`` for a concurrency cap.
+        burst: starts a key of a rate limit may make ahead of its even pace (0 for a cap).
     """
 
     job_type: str | None
     by: tuple[str, ...]
     limit: int
     per: float | None
+    burst: int = 0
 
     @property
     def ledger(self) -> str:
@@ -113,11 +124,21 @@ class LimitSpec:
         return f"{self.job_type or ''}|{','.join(self.by)}"
 
     @property
+    def bucket(self) -> str:
+        """Where a rate limit's pace is kept per key: its scope, limit and window."""
+        return f"{self.ledger}|{self.limit}/{self.per or 0:g}"
+
+    @property
+    def spacing(self) -> float:
+        """Seconds between two starts of a key at a rate limit's even pace (0 for a cap)."""
+        return 0.0 if self.per is None else self.per / self.limit
+
+    @property
     def label(self) -> str:
         """A short name for logs and metrics (``concurrency 3 by tenant``)."""
         what = (
             f"concurrency {self.limit}" if self.per is None else f"rate {self.limit}/{self.per:g}s"
-        )
+        ) + (f" burst {self.burst}" if self.burst else "")
         scope = f" of {self.job_type}" if self.job_type else ""
         return f"{what}{scope}" + (f" by {','.join(self.by)}" if self.by else "")
 
@@ -168,7 +189,9 @@ def resolve_limits(
         per = item.per if isinstance(item, RateLimit) else None
         if per is not None and per < 0.001:
             raise site.error("limits", f"per: a window of at least 1ms, got {per:g}s")
-        specs.append(LimitSpec(job_type, item.by, item.limit, per))
+        burst = item.burst if isinstance(item, RateLimit) else 0
+        check_int(burst, "limits: burst", low=0, high=1_000_000, site=site)
+        specs.append(LimitSpec(job_type, item.by, item.limit, per, burst))
     return tuple(specs)
 
 

@@ -36,6 +36,7 @@ def test_queue_and_job_limits_resolve() -> None:
         ([3], "Bad.work: limits: expected Concurrency(...) or RateLimit(...), got 3"),
         ([Concurrency(0)], "Bad.work: limits: limit"),
         ([RateLimit(5, per=0.0001)], "Bad.work: limits: per: a window of at least 1ms"),
+        ([RateLimit(5, per=1, burst=-1)], "Bad.work: limits: burst"),
     ],
 )
 def test_a_bad_queue_limit_names_the_queue(limits: Any, message: str) -> None:
@@ -55,3 +56,12 @@ def test_a_job_limit_by_a_missing_field_names_the_field() -> None:
 
         class Sync(Job[Fine], queue=Fine.work, limits=[Concurrency(2, by="tenant")]):
             account: int
+
+
+def test_a_burst_is_kept_and_named() -> None:
+    class Burst(QueueSet, prefix="burst"):
+        work = Queue(limits=[RateLimit(5, per="1s", by="tenant", burst=2)])
+
+    (spec,) = Burst.work.config.limits
+    assert (spec.burst, spec.spacing) == (2, 0.2)
+    assert spec.label == "rate 5/1s burst 2 by tenant"

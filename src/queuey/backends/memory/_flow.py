@@ -3,8 +3,9 @@ starts), on the event loop's clock (virtual under looptime).
 
 The same rules as the PostgreSQL claim: a row is handed out only while every limit that
 applies to it (its queue's, its job type's) has room for its key; a concurrency share is held
-from hand-out to settle, a start stays in a rate window for ``per`` seconds. Rows are handed out
-in queue order (the first that may start), not round robin across keys.
+from hand-out to settle; a rate limit keeps each key's theoretical time of its next start
+(``tat``, a token bucket as ``RateLimit`` describes it). Rows are handed out in queue order (the
+first that may start), not round robin across keys.
 
 A pause is the limit zero (``PAUSED``) held beside the queue's limits, and limits set at run
 time (``MemoryBackend.set_limits``) replace the declared ones until reset: every consumer of the
@@ -13,7 +14,7 @@ queue asks ``limits`` at each look, so both take effect at once.
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,14 +28,14 @@ Holds = list[tuple[LimitSpec, str]]
 
 
 class Flow:
-    """Running rows and recent starts per limit and key, of one queue."""
+    """Running rows and the pace of each rate limit, per limit and key, of one queue."""
 
     def __init__(self) -> None:
         self.paused = False
         self.override: tuple[LimitSpec, ...] | None = None
         """Limits set at run time, in place of the declared ones; ``None``: the declared."""
         self._running: defaultdict[tuple[LimitSpec, str], int] = defaultdict(int)
-        self._starts: defaultdict[tuple[str, str], deque[float]] = defaultdict(deque)
+        self._tat: dict[tuple[str, str], float] = {}  # (bucket, key): the next start's time
 
     def limits(self, declared: Sequence[LimitSpec]) -> tuple[LimitSpec, ...]:
         """The limits in force: ``override`` (else ``declared``), and ``PAUSED`` while
@@ -51,10 +52,9 @@ class Flow:
                 room = spec.limit - self._running[(spec, key)]
                 wait = float("inf")
             else:
-                starts = self._starts[(spec.ledger, key)]
-                inside = [s for s in starts if s > t - spec.per]
-                room = spec.limit - len(inside)
-                wait = inside[0] + spec.per - t if inside else 0.0
+                ahead = self._tat.get((spec.bucket, key), t) - t  # seconds ahead of the pace
+                room = 1 if ahead <= spec.burst * spec.spacing + 1e-9 else 0
+                wait = ahead - spec.burst * spec.spacing
             if room <= 0:
                 longest = wait if longest is None else max(longest, wait)
         return longest
@@ -63,18 +63,15 @@ class Flow:
         """Record that ``envelope`` started at ``t``; returns the shares it holds until
         ``end``."""
         holds: Holds = []
-        horizon = max((spec.per for spec in limits if spec.per is not None), default=0.0)
-        ledgers = set()
         for spec, key in _applying(limits, envelope):
             if spec.per is None:
                 self._running[(spec, key)] += 1
                 holds.append((spec, key))
-            elif (spec.ledger, key) not in ledgers:  # the windows of one key share a ledger
-                ledgers.add((spec.ledger, key))
-                starts = self._starts[(spec.ledger, key)]
-                starts.append(t)
-                while starts and starts[0] <= t - horizon:
-                    starts.popleft()
+            else:
+                tat = self._tat.get((spec.bucket, key), t)
+                self._tat[(spec.bucket, key)] = max(tat, t) + spec.spacing
+        if len(self._tat) > 1024:  # a key behind its pace is as if never seen: forgotten
+            self._tat = {k: v for k, v in self._tat.items() if v > t}
         return holds
 
     def end(self, holds: Holds) -> None:

@@ -20,8 +20,8 @@ in another process sends no notification (one in this process wakes the claim at
 
 
 def limited_claim(limits: Sequence[LimitSpec]) -> dict[str, Any]:
-    """The parameters ``claim_limited`` adds to the claim's: ``limits`` (JSON), ``scan``,
-    ``horizon`` (the longest rate window, seconds) and ``recheck``."""
+    """The parameters ``claim_limited`` adds to the claim's: ``limits`` (JSON), ``scan`` and
+    ``recheck``."""
     rows = [
         {
             "n": n,
@@ -29,17 +29,13 @@ def limited_claim(limits: Sequence[LimitSpec]) -> dict[str, Any]:
             "fields": list(spec.by),
             "cap": spec.limit,
             "per": spec.per,
-            "ledger": spec.ledger,
+            "bucket": spec.bucket,
+            "spacing": spec.spacing,
+            "tau": spec.burst * spec.spacing,
         }
         for n, spec in enumerate(limits)
     ]
-    windows = [spec.per for spec in limits if spec.per is not None]
-    return {
-        "limits": json.dumps(rows),
-        "scan": SCAN,
-        "horizon": max(windows, default=0.0),
-        "recheck": CONCURRENCY_RECHECK,
-    }
+    return {"limits": json.dumps(rows), "scan": SCAN, "recheck": CONCURRENCY_RECHECK}
 
 
 def count_held(tally: ThrottleTally, config: QueueConfig, held: tuple[int, int]) -> None:

@@ -23,7 +23,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _NAME_LINE = re.compile(r"^-- (name|part): (\w+)\s*$", re.MULTILINE)
 _INDEXES = (
     "claim", "lease", "done", "expiry", "failed", "cancelled", "unique", "running", "starts",
-    "starts_age", "workflow",
+    "starts_age", "workflow", "pace_age",
 )  # fmt: skip
 _PER_CALL = frozenset({"listen"})  # composed with an identifier known only when run
 
@@ -118,6 +118,7 @@ class Statements:
             "paused": sql.Identifier(self.schema, f"{self.table}_paused"[:63]),
             "audit": sql.Identifier(self.schema, f"{self.table}_audit"[:63]),
             "flow_starts": sql.Identifier(self.schema, f"{self.table}_flow_starts"[:63]),
+            "flow_pace": sql.Identifier(self.schema, f"{self.table}_flow_pace"[:63]),
             "workflow_edges": sql.Identifier(self.schema, f"{self.table}_workflow_edges"[:63]),
         }
         for index in _INDEXES:

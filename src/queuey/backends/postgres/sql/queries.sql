@@ -302,13 +302,17 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(kind)s || ':' || %(queue)s, 29))
 -- The CTEs claim_limited and flow_held share (a part is never run alone): the limits (lim), the
 -- oldest %(scan)s due rows (cand), each one's key under each limit (keyed), what each key holds
 -- (running, room), the rows each keyed limit admits (ranked, verdict, keyed_ok) and each whole
--- limit's turn (whole); held counts the rows a limit of each kind holds back.
+-- limit's turn (whole); held counts the rows a limit of each kind holds back. A rate limit's
+-- room for a key is how many starts its pace allows now: with tat the later of the key's
+-- recorded next start ({flow_pace}) and now, floor((now + tau - tat) / spacing) + 1 (at most
+-- burst + 1; none while tat is more than tau = burst spacings ahead).
 lim AS MATERIALIZED (
-    SELECT l.n, l.job_type, l.fields, l.cap, l.per, l.ledger
+    SELECT l.n, l.job_type, l.fields, l.cap, l.per, l.bucket, l.spacing, l.tau
     FROM json_to_recordset(%(limits)s::json)
-         AS l(n int, job_type text, fields json, cap int, per float8, ledger text)
+         AS l(n int, job_type text, fields json, cap int, per float8, bucket text,
+              spacing float8, tau float8)
 ), clock AS MATERIALIZED (
-    SELECT clock_timestamp() AS t
+    SELECT clock_timestamp() AS t, extract(epoch FROM clock_timestamp())::float8 AS s
 ), cand AS MATERIALIZED (
     SELECT id, job_type, payload, redeliveries, priority, available_at, seq FROM {table}
     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
@@ -321,7 +325,7 @@ lim AS MATERIALIZED (
     ORDER BY priority DESC, available_at, seq
     LIMIT %(scan)s
 ), keyed AS MATERIALIZED (
-    SELECT c.id, c.priority, c.available_at, c.seq, l.n, l.cap, l.per, l.ledger,
+    SELECT c.id, c.priority, c.available_at, c.seq, l.n, l.cap, l.per, l.bucket,
            json_array_length(l.fields) > 0 AS by_key,
            (SELECT coalesce(json_agg(c.payload -> f.name ORDER BY f.i), '[]')::text
             FROM json_array_elements_text(l.fields) WITH ORDINALITY AS f(name, i)) AS key
@@ -336,17 +340,19 @@ lim AS MATERIALIZED (
     WHERE r.status = 'running' AND r.kind = %(kind)s AND r.queue = %(queue)s
     GROUP BY 1, 2
 ), room AS MATERIALIZED (
-    SELECT k.n, k.key, k.per, k.cap - coalesce(run.held, 0) - st.held AS room, st.first,
-           k.waiting
-    FROM (SELECT n, key, cap, per, ledger, count(*) AS waiting
-          FROM keyed GROUP BY n, key, cap, per, ledger) AS k
+    SELECT k.n, k.key, k.per, k.bucket, k.spacing, k.tau, k.waiting, p.tat,
+           CASE WHEN k.per IS NULL THEN k.cap - coalesce(run.held, 0)
+                ELSE greatest(floor((c.s + k.tau - p.tat) / k.spacing + 1e-9)::int + 1, 0)
+           END AS room
+    FROM (SELECT w.n, w.key, w.cap, w.per, w.bucket, l.spacing, l.tau, count(*) AS waiting
+          FROM keyed AS w JOIN lim AS l ON l.n = w.n
+          GROUP BY w.n, w.key, w.cap, w.per, w.bucket, l.spacing, l.tau) AS k
+    CROSS JOIN clock AS c
     LEFT JOIN running AS run ON k.per IS NULL AND run.n = k.n AND run.key = k.key
-    CROSS JOIN LATERAL (
-        SELECT count(*) AS held, min(s.started_at) AS first FROM {flow_starts} AS s
-        WHERE k.per IS NOT NULL AND s.kind = %(kind)s AND s.queue = %(queue)s
-          AND s.ledger = k.ledger AND s.key = k.key
-          AND s.started_at > (SELECT t FROM clock) - make_interval(secs => k.per)
-    ) AS st
+    LEFT JOIN LATERAL (
+        SELECT greatest(max(f.tat), c.s) AS tat FROM {flow_pace} AS f
+        WHERE f.kind = %(kind)s AND f.queue = %(queue)s AND f.bucket = k.bucket AND f.key = k.key
+    ) AS p ON k.per IS NOT NULL
 ), ranked AS MATERIALIZED (
     SELECT k.id, k.n, k.by_key, r.room, k.per,
            row_number() OVER (PARTITION BY k.n, k.key
@@ -377,21 +383,22 @@ lim AS MATERIALIZED (
 -- name: claim_limited
 -- The claim of a queue with flow limits (queuey.limits), run after claim_lock in one
 -- transaction. %(limits)s is a JSON array of objects: n, job_type (NULL: every row), fields,
--- cap, per (seconds; NULL: a concurrency cap), ledger. A row's key under a limit is its by
--- fields' values read from its payload, as a JSON array. A key's room is its cap less the rows
--- of the key running now (a concurrency cap: a lost lease holds its share until reclaim puts
--- the row back to pending) or started within the window (a rate limit, from the ledger of
--- starts). Among the oldest %(scan)s due rows in claim order, each key under each keyed limit
--- (one with by fields) admits its first `room` rows; then each limit of a whole queue or job
--- type admits its first `room` of those; the rows admitted are taken round robin across keys
--- (the first row of every key, then the second...), in claim order within a turn. Rows skipped
--- are not touched: no attempt, no deferral. Starts are written to the ledger in this statement,
--- and starts older than the queue's longest window (%(horizon)s seconds) are deleted.
+-- cap, per (seconds; NULL: a concurrency cap), bucket, spacing (per / cap) and tau (burst *
+-- spacing). A row's key under a limit is its by fields' values read from its payload, as a
+-- JSON array. A key's room is its cap less the rows of the key running now (a concurrency cap:
+-- a lost lease holds its share until reclaim puts the row back to pending) or the starts its
+-- pace allows now (a rate limit, limited_rows). Among the oldest %(scan)s due rows in claim
+-- order, each key under each keyed limit (one with by fields) admits its first `room` rows;
+-- then each limit of a whole queue or job type admits its first `room` of those; the rows
+-- admitted are taken round robin across keys (the first row of every key, then the second...),
+-- in claim order within a turn. Rows skipped are not touched: no attempt, no deferral. Each
+-- key's pace moves one spacing per start it made, in this statement (paced); the paces of keys
+-- it did not touch whose time has passed are deleted (they say nothing).
 --
 -- due_in (on a short claim): seconds until the next row may start: the next row scheduled for
--- later; for a key with more rows waiting than room, when the oldest start in its window
--- (this claim's, if none before) leaves it, or %(recheck)s under a concurrency cap (a
--- completion in another process sends no notification); whichever is first.
+-- later; for a key with more rows waiting than room, when its pace allows the next start, or
+-- %(recheck)s under a concurrency cap (a completion in another process sends no
+-- notification); whichever is first.
 -- held_concurrency, held_rate (on every row): how many of the due rows considered a limit of
 -- that kind held back (a row held by both kinds counts in both), for the throttle metrics.
 -- Otherwise as claim (suspects claimed alone, unique keys, a paused queue yields nothing).
@@ -435,16 +442,21 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
               m.payload::text AS payload, nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
               ordered.position, m.redeliveries,
               greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
-), logged AS (
-    INSERT INTO {flow_starts} (kind, queue, ledger, key, started_at)
-    SELECT %(kind)s, %(queue)s, d.ledger, d.key, (SELECT t FROM clock)
-    FROM (SELECT DISTINCT k.id, k.ledger, k.key
-          FROM keyed AS k JOIN claimed AS c ON c.id = k.id::text
-          WHERE k.per IS NOT NULL) AS d
+), taken AS (
+    SELECT r.bucket, r.key, r.tat + count(*) * r.spacing AS tat
+    FROM keyed AS k JOIN claimed AS c ON c.id = k.id::text
+    JOIN room AS r ON r.n = k.n AND r.key = k.key
+    WHERE k.per IS NOT NULL
+    GROUP BY r.n, r.bucket, r.key, r.tat, r.spacing
+), paced AS (
+    INSERT INTO {flow_pace} AS f (kind, queue, bucket, key, tat)
+    SELECT DISTINCT ON (bucket, key) %(kind)s, %(queue)s, bucket, key, tat FROM taken
+    ORDER BY bucket, key, tat DESC
+    ON CONFLICT (kind, queue, bucket, key) DO UPDATE SET tat = EXCLUDED.tat
 ), pruned AS (
-    DELETE FROM {flow_starts}
-    WHERE kind = %(kind)s AND queue = %(queue)s
-      AND started_at < (SELECT t FROM clock) - make_interval(secs => %(horizon)s::float8)
+    DELETE FROM {flow_pace} AS f
+    WHERE f.kind = %(kind)s AND f.queue = %(queue)s AND f.tat < (SELECT s FROM clock)
+      AND NOT EXISTS (SELECT 1 FROM taken AS x WHERE x.bucket = f.bucket AND x.key = f.key)
 ), due AS (
     SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
                  AND NOT {paused_here}
@@ -456,8 +468,7 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
                        AND (%(job_types)s::text[] IS NULL OR t.job_type = ANY(%(job_types)s::text[]))
                      ORDER BY t.available_at LIMIT 1)) - now())::float8
                 FROM priorities AS p),
-               (SELECT extract(epoch FROM min(coalesce(r.first, c.t)
-                                              + make_interval(secs => r.per)) - min(c.t))::float8
+               (SELECT min(r.tat + greatest(r.room, 0) * r.spacing - r.tau) - min(c.s)
                 FROM room AS r CROSS JOIN clock AS c
                 WHERE r.per IS NOT NULL AND r.waiting > r.room),
                (SELECT %(recheck)s::float8 FROM room AS r
