@@ -1,4 +1,4 @@
--- 0015: rate limits keep a pace per key (queuey.limits.RateLimit: a token bucket) instead of a
+-- 0016: rate limits keep a pace per key (queuey.limits.RateLimit: a token bucket) instead of a
 -- ledger of starts.
 --
 -- One row per (kind, queue, bucket, key): bucket names the rate limit (its scope, limit and
