@@ -36,8 +36,8 @@ import pytest
 from psycopg import sql
 
 from queuey import Producer
-from queuey.jobs import NoResult
 from queuey.backends.postgres import PostgresBackend
+from queuey.jobs import NoResult
 from queuey.workflows import Workflow, group
 from tests.integration.postgres.proof_app import Final, GroupTotal, Member, ProofQueues
 from tests.integration.postgres.test_crash import Fleet, restart_postgres
