@@ -117,7 +117,8 @@ def publish_app(
         jobs_access: who may read jobs; ``None`` or private: the route does not exist.
 
     Returns:
-        The app. ``GET {base}/openapi.json`` exists only when ``access`` is not private.
+        The app. ``GET {base}/openapi.json`` (describing the routes that exist) exists only
+        when ``access`` or ``jobs_access`` is not private.
     """
     _warn_at_start(config, access, custom=authenticator is not None)
     endpoint = _PublishEndpoint(
@@ -125,12 +126,13 @@ def publish_app(
     )
     topic_path = f"{config.base}/queues/{{topic:{_TOPIC_CONVERTOR}}}"
     routes: list[BaseRoute] = [Route(topic_path, endpoint.publish, methods=["POST"])]
-    if not access.is_private:
-        routes.append(Route(f"{config.base}/openapi.json", endpoint.openapi, methods=["GET"]))
     if jobs is not None and jobs_access is not None and not jobs_access.is_private:
         admit = _Admission(jobs_access, endpoint.authenticator, endpoint.challenge)
         reader = JobsEndpoint(jobs, admit, RETRY_AFTER_SECS)
         routes.append(Route(f"{config.base}/jobs/{{job_id}}", reader.show, methods=["GET"]))
+        endpoint.jobs_access = jobs_access
+    if not access.is_private or endpoint.jobs_access is not None:
+        routes.append(Route(f"{config.base}/openapi.json", endpoint.openapi, methods=["GET"]))
     routes.extend(mounts)  # the dashboard, mounted beside the endpoint
     app = Starlette(
         routes=routes,
@@ -153,6 +155,8 @@ class _PublishEndpoint:
         self._config, self._publisher = config, publisher
         self._access, self._authenticator = access, authenticator
         self._challenge = {"WWW-Authenticate": _challenge(config)}
+        self.jobs_access: AccessPolicy | None = None
+        """Who may read jobs, once ``GET {base}/jobs/{job_id}`` is served (described then)."""
 
     async def publish(self, request: Request) -> Response:
         principal = await self._admit(request)
@@ -163,7 +167,9 @@ class _PublishEndpoint:
         return await self._record(topic, message, published_by, priority, key)
 
     async def openapi(self, request: Request) -> Response:
-        document = openapi_document(self._config, self._access, version=queuey.__version__)
+        document = openapi_document(
+            self._config, self._access, version=queuey.__version__, jobs_access=self.jobs_access
+        )
         if root_path := request.scope.get("root_path"):
             document["servers"] = [{"url": root_path}]
         return JSONResponse(document)

@@ -22,16 +22,19 @@ from __future__ import annotations
 import uuid
 from dataclasses import asdict
 from datetime import UTC
-from typing import Any
+from typing import Any, get_args
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from queuey.backends.base import JobInfo, JobLookup
+from queuey.backends.base import JobInfo, JobLookup, JobState
 from queuey.errors import BackendError, BackendUnavailableError, ConfigError
+from queuey.http.access import AccessPolicy
 
-__all__ = ["JobsEndpoint", "job_document"]
+__all__ = ["JobsEndpoint", "job_document", "job_operation", "job_schema"]
+
+_STATES = list(get_args(JobState))
 
 
 def job_document(job: JobInfo) -> dict[str, Any]:
@@ -77,3 +80,85 @@ class JobsEndpoint:
         if job is None:
             raise HTTPException(404, "no such job")
         return JSONResponse(job_document(job), headers={"Cache-Control": "no-store"})
+
+
+def job_operation(policy: AccessPolicy) -> dict[str, Any]:
+    """The OpenAPI 3.1 operation of ``GET {base}/jobs/{id}`` (its ``security`` is set by the
+    caller, from the jobs access policy ``policy``, stated in the description)."""
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    errors = {
+        "401": "Credentials are missing or invalid",
+        "403": "The caller lacks the role or organisation class",
+        "404": "The id is not a UUID, or there is no such job (never enqueued here, or done "
+        "and deleted by retention)",
+        "500": "The job could not be read",
+        "503": "The backend is unreachable: retry after the Retry-After header's seconds",
+    }
+    job = {"application/json": {"schema": {"$ref": "#/components/schemas/Job"}}}
+    responses: dict[str, Any] = {
+        "200": {"description": "The job as it stands now (sent with no-store)", "content": job}
+    }
+    for status, description in errors.items():
+        responses[status] = {"description": description, "content": error}
+    return {
+        "operationId": "getJob",
+        "summary": "Read a job's state, progress and result",
+        "description": (
+            f"One job, by the id `enqueue` returned, so a web client can poll a job it started. "
+            f"Access: `{policy}`. The payload is never shown."
+        ),
+        "parameters": [
+            {
+                "name": "job_id",
+                "in": "path",
+                "required": True,
+                "description": "The job id (a UUID); anything else is 404",
+                "schema": {"type": "string", "format": "uuid"},
+            }
+        ],
+        "responses": responses,
+    }
+
+
+def job_schema() -> dict[str, Any]:
+    """The JSON Schema of ``job_document``'s answer (``components.schemas.Job``)."""
+    nullable_int = {"type": ["integer", "null"], "minimum": 0}
+    progress = {
+        "type": ["object", "null"],
+        "description": "the last progress the handler reported (null when none)",
+        "required": ["fraction", "done", "total", "note"],
+        "properties": {
+            "fraction": {"type": "number", "minimum": 0, "maximum": 1},
+            "done": nullable_int,
+            "total": nullable_int,
+            "note": {"type": ["string", "null"]},
+        },
+    }
+    return {
+        "type": "object",
+        "required": [
+            "id",
+            "state",
+            "queue",
+            "job_type",
+            "attempts",
+            "due_at",
+            "progress",
+            "result",
+            "last_error",
+        ],
+        "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "state": {"type": "string", "enum": _STATES},
+            "queue": {"type": "string"},
+            "job_type": {"type": "string"},
+            "attempts": {"type": "integer", "minimum": 0, "description": "runs started"},
+            "due_at": {"type": "string", "format": "date-time", "description": "UTC"},
+            "progress": progress,
+            "result": {
+                "description": "a done job's stored result (null before, or when its job type "
+                "declares no result type)"
+            },
+            "last_error": {"type": ["string", "null"]},
+        },
+    }

@@ -1,8 +1,10 @@
-"""The OpenAPI 3.1 description of the publish endpoint, served at ``GET {base}/openapi.json``.
+"""The OpenAPI 3.1 description of the HTTP endpoint, served at ``GET {base}/openapi.json``.
 
-It describes only ``POST {base}/queues/{topic}``, with the security schemes the configuration
-accepts, so a client generator can call the endpoint. It is not served for a private policy:
-an endpoint that does not exist is not described either.
+It describes the routes that exist: ``POST {base}/queues/{topic}`` (unless publishing is
+private) and ``GET {base}/jobs/{job_id}`` (when ``[queues] jobs`` grants access), each with the
+security its own access policy asks for, and the security schemes the configuration accepts, so
+a client generator can call the endpoint. A route that does not exist is not described, and
+with neither the document is not served.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from queuey.http.access import AccessPolicy, Level
 from queuey.http.config import HttpConfig
+from queuey.http.jobs import job_operation, job_schema
 from queuey.topics.publisher import TOPIC_MAX_PRIORITY
 
 __all__ = ["TOPIC_PATTERN", "openapi_document"]
@@ -22,29 +25,52 @@ or ``:``."""
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 
-def openapi_document(config: HttpConfig, policy: AccessPolicy, *, version: str) -> dict[str, Any]:
+def openapi_document(
+    config: HttpConfig,
+    policy: AccessPolicy,
+    *,
+    version: str,
+    jobs_access: AccessPolicy | None = None,
+) -> dict[str, Any]:
     """The OpenAPI document for the endpoint.
 
     Args:
         config: supplies the base path, the body limit and the accepted credentials.
-        policy: the access policy, stated in the description; must not be private.
+        policy: who may publish, stated in the description; private: the publish route is
+            not described.
         version: the ``info.version`` to report (queuey's version).
+        jobs_access: who may read jobs (``[queues] jobs``); ``None`` or private: the
+            ``GET {base}/jobs/{job_id}`` route is not described.
 
     Returns:
-        The document as a JSON-ready dict.
+        The document as a JSON-ready dict. The document-level ``security`` is the publish
+        route's (``[]`` when it is not described); the jobs route carries its own.
     """
     schemes = _security_schemes(config)
-    document: dict[str, Any] = {
+    paths: dict[str, Any] = {}
+    if not policy.is_private:
+        paths[f"{config.base}/queues/{{topic}}"] = {"post": _operation(config, policy)}
+    schemas = _schemas()
+    if jobs_access is not None and not jobs_access.is_private:
+        reading = job_operation(jobs_access)
+        reading["security"] = _requirements(schemes, jobs_access)
+        paths[f"{config.base}/jobs/{{job_id}}"] = {"get": reading}
+        schemas["Job"] = job_schema()
+    return {
         "openapi": "3.1.0",
-        "info": {"title": "queuey publish", "version": version},
-        "paths": {f"{config.base}/queues/{{topic}}": {"post": _operation(config, policy)}},
-        "components": {"schemas": _schemas(), "securitySchemes": schemes},
+        "info": {"title": "queuey", "version": version},
+        "paths": paths,
+        "components": {"schemas": schemas, "securitySchemes": schemes},
+        "security": [] if policy.is_private else _requirements(schemes, policy),
     }
+
+
+def _requirements(schemes: dict[str, Any], policy: AccessPolicy) -> list[dict[str, list[str]]]:
+    """Any one of ``schemes``; also none (``{}``) when ``policy`` admits anonymous callers."""
     requirements: list[dict[str, list[str]]] = [{name: []} for name in schemes]
     if policy.level is Level.PUBLIC and policy.org_class is None:
         requirements.append({})
-    document["security"] = requirements
-    return document
+    return requirements
 
 
 def _operation(config: HttpConfig, policy: AccessPolicy) -> dict[str, Any]:

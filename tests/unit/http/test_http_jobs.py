@@ -100,3 +100,63 @@ async def test_a_client_polls_a_job_to_its_result() -> None:
     }
     assert done.headers["cache-control"] == "no-store"
     assert (unknown.status_code, malformed.status_code) == (404, 404)
+
+
+async def test_openapi_describes_the_jobs_route_with_its_own_access() -> None:
+    backend = MemoryBackend()
+    producer = await Producer.create(WebQueues, backend)
+    handle = await producer.enqueue(Render(page="home"))
+    base = http_config(base="/api")
+    publishing = AccessPolicy.parse("public")
+    closed = publish_app(base, RecordingPublisher(), publishing, jobs=backend)
+    opened = publish_app(
+        base,
+        RecordingPublisher(),
+        publishing,
+        jobs=backend,
+        jobs_access=AccessPolicy.parse("role:ops"),
+    )
+    only_jobs = publish_app(
+        base,
+        RecordingPublisher(),
+        AccessPolicy.parse("private"),
+        jobs=backend,
+        jobs_access=AccessPolicy.parse("authenticated"),
+    )
+    async with client(closed) as http:
+        without = (await http.get("/api/openapi.json")).json()
+    async with client(opened) as http:
+        document = (await http.get("/api/openapi.json")).json()
+        answer = (await http.get(f"/api/jobs/{handle.job_id}", headers=OPS)).json()
+    async with client(only_jobs) as http:
+        jobs_only = (await http.get("/api/openapi.json")).json()
+    assert (
+        "/api/jobs/{job_id}" not in without["paths"]
+        and "Job" not in without["components"]["schemas"]
+    )
+    operation = document["paths"]["/api/jobs/{job_id}"]["get"]
+    assert set(document["paths"]) == {"/api/queues/{topic}", "/api/jobs/{job_id}"}
+    assert [p["name"] for p in operation["parameters"]] == ["job_id"]
+    assert set(operation["responses"]) == {"200", "401", "403", "404", "500", "503"}
+    assert "`role:ops`" in operation["description"]
+    # The publish route is public; reading a job needs a credential (no anonymous {}).
+    assert document["security"] == [{"bearer": []}, {"apiKey": []}, {}]
+    assert operation["security"] == [{"bearer": []}, {"apiKey": []}]
+    schema = document["components"]["schemas"]["Job"]
+    assert operation["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Job"
+    }
+    # The schema names exactly the fields the route answers with, and every state.
+    assert set(schema["required"]) == set(schema["properties"]) == set(answer)
+    assert schema["properties"]["state"]["enum"] == [
+        "pending",
+        "running",
+        "done",
+        "failed",
+        "cancelled",
+        "waiting",
+    ]
+    assert answer["state"] in schema["properties"]["state"]["enum"]
+    # Publishing private, jobs open: the document is served and describes the jobs route only.
+    assert set(jobs_only["paths"]) == {"/api/jobs/{job_id}"}
+    assert jobs_only["security"] == []
