@@ -282,10 +282,15 @@ def failed_retry(
 def _left_alone(row: Held, status: str) -> str:
     """Why a retry left ``row`` alone."""
     if row.never_built:
-        upstream = f" (step {row.holder} upstream failed)" if row.holder else ""
+        if row.holder:
+            return (
+                f"left {row.id} {status}: job {row.id} is a workflow step that never ran (step "
+                f"{row.holder} upstream failed): retry step {row.holder}, and this one waits for "
+                "it again"
+            )
         return (
-            f"left {row.id} {status}: job {row.id} is a workflow step that never ran{upstream}: "
-            "retry the failed upstream step's workflow by enqueueing it again"
+            f"left {row.id} {status}: job {row.id} is a workflow step that never ran (cancelled "
+            "while waiting): enqueue its workflow again"
         )
     return (
         f"left {row.id} {status}: job {row.holder} ({row.holder_status}) holds its unique "

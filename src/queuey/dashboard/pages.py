@@ -47,7 +47,9 @@ DONE_MESSAGES = {
     ),
     "never-built": (
         "This job is a workflow step that never ran (a step before it failed, or it was "
-        "cancelled while waiting): nothing was done. Enqueue its workflow again instead."
+        "cancelled while waiting): nothing was done. Retry the failed step its error names: "
+        "this one then waits for it again (a step cancelled while waiting: enqueue its "
+        "workflow again)."
     ),
     "bulk-retry": "Retried {n} failed job(s) matching the filter.",
     "bulk-discard": "Discarded {n} failed job(s) matching the filter.",

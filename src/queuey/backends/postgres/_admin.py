@@ -174,8 +174,9 @@ class Admin:
         job takes its key back; when another job holds that key, the row is left alone too
         (retrying it would run the key twice): ``held`` says which job. A workflow step that
         never ran (an upstream step failed, or it was cancelled while waiting: its input was
-        never built) is left alone as well (``held`` names it, ``never_built``): enqueue its
-        workflow again instead.
+        never built) is left alone as well (``held`` names it, ``never_built``); retrying the
+        failed step it names makes it (and every step that failed only because that step did)
+        wait again, and the workflow goes on once that step succeeds.
 
         Args:
             row_id: the row's id.

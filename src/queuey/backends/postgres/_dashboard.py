@@ -11,11 +11,9 @@ its audit row and its notification commit together.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import cache
-from importlib import resources
 from typing import Any, TypeVar
 
 from psycopg import sql
@@ -40,7 +38,7 @@ from queuey.backends.dashboard_store import (
 from queuey.backends.postgres._cancel import cancel_channel
 from queuey.backends.postgres._errors import database_errors
 from queuey.backends.postgres._rows import attempt_errors
-from queuey.backends.postgres._sql import Statements, check_identifier
+from queuey.backends.postgres._sql import Statements, check_identifier, statement_texts
 from queuey.backends.postgres._store import Store
 from queuey.secrets import remember
 
@@ -53,22 +51,19 @@ SCAN_BUDGET = 2_000
 """A filtered job list reads at most this many index entries per page."""
 
 
-_NAME_LINE = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _R = TypeVar("_R")
 
 
 @cache
 def _raw_statements() -> dict[str, str]:
-    text = resources.files(__package__).joinpath("sql/dashboard.sql").read_text()
-    parts = _NAME_LINE.split(text)
-    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    return statement_texts("dashboard.sql")  # with the parts of queries.sql it uses
 
 
 def dashboard_names(schema: str, table: str) -> dict[str, sql.Composable]:
     """The identifiers ``dashboard.sql`` is composed with, named as the migrations name them."""
     schema, table = check_identifier(schema, "schema"), check_identifier(table, "table")
     names: dict[str, sql.Composable] = {"table": sql.Identifier(schema, table)}
-    for suffix in ("audit", "paused", "signed_out", "bulk", "schedules"):
+    for suffix in ("audit", "paused", "signed_out", "bulk", "schedules", "workflow_edges"):
         names[suffix] = sql.Identifier(schema, f"{table}_{suffix}"[:63])
     return names
 

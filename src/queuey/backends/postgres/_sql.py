@@ -17,7 +17,14 @@ from psycopg import sql
 
 from queuey.errors import ConfigError
 
-__all__ = ["Migration", "Statements", "check_identifier", "latest_version", "migrations"]
+__all__ = [
+    "Migration",
+    "Statements",
+    "check_identifier",
+    "latest_version",
+    "migrations",
+    "statement_texts",
+]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _NAME_LINE = re.compile(r"^-- (name|part): (\w+)\s*$", re.MULTILINE)
@@ -47,13 +54,24 @@ def _raw_queries() -> dict[str, str]:
     """The ``-- name:`` statements of ``queries.sql``, each ``{part}`` replaced by the code
     (comments left out) of its ``-- part:`` block: text several statements share, never run
     alone (a part may use the parts above it)."""
-    text = resources.files(__package__).joinpath("sql/queries.sql").read_text()
-    pieces = _NAME_LINE.split(text)
-    blocks = zip(pieces[1::3], pieces[2::3], pieces[3::3], strict=True)
+    return statement_texts("queries.sql")
+
+
+@cache
+def statement_texts(file: str) -> dict[str, str]:
+    """The ``-- name:`` statements of ``sql/<file>``, each ``{part}`` replaced by the code of a
+    ``-- part:`` block of ``queries.sql`` or of ``file`` (``dashboard.sql`` shares the parts of
+    ``queries.sql``)."""
     statements: dict[str, str] = {}
     parts: dict[str, str] = {}
-    for kind, name, body in blocks:
-        (parts if kind == "part" else statements)[name] = body.strip()
+    for source in dict.fromkeys(("queries.sql", file)):
+        text = resources.files(__package__).joinpath(f"sql/{source}").read_text()
+        pieces = _NAME_LINE.split(text)
+        for kind, name, body in zip(pieces[1::3], pieces[2::3], pieces[3::3], strict=True):
+            if kind == "part":
+                parts[name] = body.strip()
+            elif source == file:
+                statements[name] = body.strip()
     for part, body in parts.items():  # a part may use the parts defined before it
         code = "\n".join(line for line in body.splitlines() if not line.startswith("--"))
         for table in (parts, statements):

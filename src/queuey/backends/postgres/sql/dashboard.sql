@@ -281,8 +281,9 @@ LIMIT %(limit)s;
 -- or cancelled) when not NULL, else every failed row of the filter (kind and queue when not
 -- NULL, job type when not NULL, text as in list_queue) among the ids the confirmation
 -- %(token)s counted (bulk_snapshot; taken once: `found` says whether it was still there).
--- A unique job whose key another job holds is left alone, as by ops_retry.
-WITH taken AS (
+-- A unique job whose key another job holds is left alone, as by ops_retry; the workflow steps
+-- that failed only because a row retried here did wait again (rearm_steps, from queries.sql).
+WITH RECURSIVE taken AS (
     DELETE FROM {bulk}
     WHERE token = %(token)s::text AND actor = %(actor)s AND action = %(action)s
       AND until > now()
@@ -313,8 +314,8 @@ WITH taken AS (
         expires_at = now() + (expires_at - available_at), processed_at = NULL,
         claimed_at = NULL, claimed_by = NULL, lease_until = NULL, unique_key = unique_kept
     WHERE id IN (SELECT id FROM chosen) AND status IN ('failed', 'cancelled')
-    RETURNING kind, queue
-), logged AS (
+    RETURNING id, kind, queue
+), {rearm_steps}, logged AS (
     INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
     SELECT %(actor)s, %(action)s,
            CASE WHEN %(id)s::uuid IS NULL THEN %(kind)s::text ELSE min(kind) END,

@@ -1060,6 +1060,63 @@ SELECT EXISTS (SELECT 1 FROM {table}
                WHERE kind IN ('job', 'topic') AND queue = %(queue)s AND status <> 'pending')
     AS known;
 
+-- part: rearm_steps
+-- An operator's retry re-arms the workflow steps that ended failed only because a step retried
+-- here had failed (migration 0014), pasted into ops_retry and the dashboard's retry after their
+-- touched CTE (the rows put back to pending: id). Such a step never ran (its payload was never
+-- built) and its error names the retried step ("workflow failed: step <id> failed: ...", the
+-- root cause every step downstream of it names). It waits again: its parents that are done give
+-- their stored results at their positions, every other parent is counted in parents_left and
+-- gets its edge back (a "fail" edge: only those doom a step). Its parents are locked first, so
+-- one that completes meanwhile is seen done (or feeds the step through its edge after this
+-- commits). A step with a parent that failed (or was cancelled) for another reason, or whose
+-- row was deleted, stays failed, and so does every re-armable step after it. A "then_partial"
+-- fan-in that already received a failure as an input keeps it: it is not re-armed.
+doomed_by AS (
+    SELECT m.id, m.step FROM {table} AS m
+    WHERE m.status = 'failed' AND jsonb_typeof(m.step) = 'object'
+      AND (m.payload -> '__queuey_step__') IS NULL
+      AND substring(m.error FROM '^workflow failed: step ([0-9a-f-]{{36}}) failed: ')::uuid
+          IN (SELECT id FROM touched)
+), parent_of AS (
+    SELECT d.id AS child, (p.n - 1)::int AS position, p.parent::uuid AS parent
+    FROM doomed_by AS d,
+         jsonb_array_elements_text(d.step -> 'parents') WITH ORDINALITY AS p(parent, n)
+), parent_rows AS (
+    SELECT m.id, m.status, m.result FROM {table} AS m
+    WHERE m.id IN (SELECT parent FROM parent_of)
+      AND m.id NOT IN (SELECT id FROM touched) AND m.id NOT IN (SELECT id FROM doomed_by)
+    ORDER BY m.id
+    FOR UPDATE
+), blocked AS (
+    SELECT po.child AS id
+    FROM parent_of AS po LEFT JOIN parent_rows AS p ON p.id = po.parent
+    WHERE po.parent NOT IN (SELECT id FROM touched)
+      AND po.parent NOT IN (SELECT id FROM doomed_by)
+      AND (p.id IS NULL OR p.status NOT IN ('done', 'pending', 'running', 'waiting'))
+    UNION
+    SELECT po.child FROM blocked AS b JOIN parent_of AS po ON po.parent = b.id
+), rearmed AS (
+    UPDATE {table} AS c
+    SET status = 'waiting', processed_at = NULL, error = NULL, parents_left = w.waits_for,
+        inputs = w.inputs
+    FROM (SELECT po.child,
+                 count(*) FILTER (WHERE p.status IS DISTINCT FROM 'done')::int AS waits_for,
+                 coalesce(jsonb_object_agg(po.position::text, coalesce(p.result::jsonb, 'null'))
+                          FILTER (WHERE p.status = 'done'), '{{}}'::jsonb) AS inputs
+          FROM parent_of AS po LEFT JOIN parent_rows AS p ON p.id = po.parent
+          WHERE po.child NOT IN (SELECT id FROM blocked)
+          GROUP BY po.child) AS w
+    WHERE c.id = w.child AND c.status = 'failed'
+    RETURNING c.id
+), relinked AS (
+    INSERT INTO {workflow_edges} (parent, child, position, policy)
+    SELECT po.parent, po.child, po.position, 'fail'
+    FROM parent_of AS po LEFT JOIN parent_rows AS p ON p.id = po.parent
+    WHERE po.child IN (SELECT id FROM rearmed) AND p.status IS DISTINCT FROM 'done'
+    ON CONFLICT (parent, child) DO NOTHING
+)
+
 -- name: ops_retry
 -- Failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL) back to
 -- pending, due now, with a fresh attempt, redelivery and deferral count, the same message TTL
@@ -1068,8 +1125,9 @@ SELECT EXISTS (SELECT 1 FROM {table}
 -- alone (ops_held names that job), and of several rows retried together under one key only
 -- the newest goes back, so a key never runs twice. A workflow step that never ran (an upstream
 -- step failed or it was cancelled while waiting: its payload was never built) is left alone
--- too (ops_held names it). Returns the count per (kind, queue).
-WITH candidates AS (
+-- too (ops_held names it), and the steps that failed only because a row retried here did wait
+-- again (rearm_steps). Returns the count per (kind, queue).
+WITH RECURSIVE candidates AS (
     SELECT id, seq, unique_kept FROM {table}
     WHERE status = %(status)s::text
       AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
@@ -1089,8 +1147,8 @@ WITH candidates AS (
         expires_at = now() + (expires_at - available_at), processed_at = NULL,
         claimed_at = NULL, claimed_by = NULL, lease_until = NULL, unique_key = unique_kept
     WHERE id IN (SELECT id FROM chosen) AND status = %(status)s::text
-    RETURNING kind, queue
-), counted AS (
+    RETURNING id, kind, queue
+), {rearm_steps}, counted AS (
     SELECT kind, queue, count(*)::int AS touched FROM touched GROUP BY kind, queue
 )
 SELECT counted.kind, counted.queue, counted.touched AS count
