@@ -36,6 +36,7 @@ from queuey._duration_syntax import to_delay
 __all__ = [
     "BackendError",
     "BackendUnavailableError",
+    "BatchEndedError",
     "ConfigError",
     "Defer",
     "DuplicateHandlerError",
@@ -51,6 +52,7 @@ __all__ = [
     "SchemaError",
     "ShutDownError",
     "TransactionWarning",
+    "UnknownBatchError",
     "UnknownJobError",
     "UnknownQueueError",
 ]
@@ -159,6 +161,33 @@ class JobFailedError(QueueyError):
 
     def __reduce__(self) -> tuple[type[JobFailedError], tuple[str, str, str | None]]:
         return (JobFailedError, (self.job_id, self.state, self.last_error))
+
+
+class UnknownBatchError(QueueyError, LookupError):
+    """The backend has no batch with this id (``BatchHandle.progress``)."""
+
+    def __init__(self, batch_id: str) -> None:
+        super().__init__(f"no batch {batch_id} on this backend")
+        self.batch_id = batch_id
+
+    def __reduce__(self) -> tuple[type[UnknownBatchError], tuple[str]]:
+        return (UnknownBatchError, (self.batch_id,))
+
+
+class BatchEndedError(QueueyError):
+    """Members were added to a batch whose members had all ended (its callbacks were
+    released), or to no batch at all; nothing was added."""
+
+    def __init__(self, batch_id: str) -> None:
+        super().__init__(
+            f"batch {batch_id} has ended (every member ended and its callbacks were released) "
+            "or does not exist; nothing was added: add members from a member's handler, or "
+            "while some member has not ended, or enqueue a new batch"
+        )
+        self.batch_id = batch_id
+
+    def __reduce__(self) -> tuple[type[BatchEndedError], tuple[str]]:
+        return (BatchEndedError, (self.batch_id,))
 
 
 class UnknownJobError(QueueyError, LookupError):

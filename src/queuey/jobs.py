@@ -264,6 +264,11 @@ class JobContext(RunControls):
     run_scope: RunScope | None = field(default=None, repr=False, compare=False)
 
     @property
+    def batch_id(self) -> str | None:
+        """The id of the batch this job is a member of (``queuey.batches``), else ``None``."""
+        return self.headers.get("queuey-batch")
+
+    @property
     def is_last_attempt(self) -> bool:
         """True when a retryable failure now would dead-letter the job."""
         return self.attempt - self.redeliveries >= self.max_attempts

@@ -38,6 +38,7 @@ from queuey.backends.base import (
 )
 from queuey.backends.steps import WorkflowBackend, workflows_refused
 from queuey.backends.workflow_ops import WorkflowCancel, WorkflowInfo, WorkflowOps
+from queuey.batches import BatchProducing
 from queuey.durations import Duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError, NotSupportedError
@@ -78,7 +79,7 @@ def unique_jobs(queue_set: type[QueueSet]) -> list[str]:
     return sorted(set(found))
 
 
-class Producer(ProducerBase[Q]):
+class Producer(ProducerBase[Q], BatchProducing):
     """Enqueues jobs of ``queue_set``. Build with ``await Producer.create(...)`` (declares every
     queue of the set) or ``Producer.undeclared(...)`` (declares nothing)."""
 

@@ -66,6 +66,7 @@ __all__ = [
     "chain",
     "group",
     "start",
+    "step_builder",
 ]
 
 A = TypeVar("A")
@@ -101,7 +102,7 @@ class Node:
     policy: FailurePolicy
 
 
-def _builder(builder: object, what: str) -> tuple[type[Job[Any, Any]], str]:
+def step_builder(builder: object, what: str) -> tuple[type[Job[Any, Any]], str]:
     """The job class and method name of ``builder``, a classmethod of a job class.
 
     Raises:
@@ -141,7 +142,7 @@ class Workflow(Generic[T]):
         Raises:
             ConfigError: ``builder`` is not a classmethod of a job class.
         """
-        job_class, name = _builder(builder, "then")
+        job_class, name = step_builder(builder, "then")
         node = Node(_new_id(), job_class, None, name, False, (self.last.job_id,), "fail")
         return Workflow((*self.nodes, node))
 
@@ -174,7 +175,7 @@ class Group(Generic[T]):
         return self._fan_in(builder, "partial")
 
     def _fan_in(self, builder: object, policy: FailurePolicy) -> Workflow[Any]:
-        job_class, name = _builder(builder, "then" if policy == "fail" else "then_partial")
+        job_class, name = step_builder(builder, "then" if policy == "fail" else "then_partial")
         parents = tuple(member.last.job_id for member in self.members)
         node = Node(_new_id(), job_class, None, name, True, parents, policy)
         nodes = tuple(n for member in self.members for n in member.nodes)

@@ -18,6 +18,7 @@ from queuey import (
     Worker,
     sync,
 )
+from queuey.batches import BatchProgress, batch
 from queuey.workflows import StepFailed, Workflow, chain, group
 
 
@@ -209,3 +210,22 @@ async def workflows_are_typed() -> None:
     group(flow, flow).then_partial(Sum.from_counts)  # error: arg-type
     group(Fetch(url="a"), Fetch(url="b")).then(Sum.from_counts)  # error: arg-type
     print(fan)
+
+
+class Notify(Job[Mine], queue=Mine.work):
+    failed: int
+
+    @classmethod
+    def from_batch(cls, progress: BatchProgress) -> "Notify":
+        return cls(failed=progress.failed)
+
+
+async def batches_are_typed() -> None:
+    producer = await Producer.create(Mine, MemoryBackend())
+    jobs = batch(MyJob(n=1), MyJob(n=2)).on_success(Notify.from_batch)
+    handle = await producer.enqueue_batch(jobs.on_complete(Notify.from_batch))
+    assert_type(await handle.progress(), BatchProgress)
+    batch(MyJob(n=1)).on_complete(Sum.from_counts)  # error: arg-type
+    batch(MyJob(n=1)).on_success(Count.from_page)  # error: arg-type
+    batch(MyJob(n=1), 3)  # error: arg-type
+    await handle.add(MyJob(n=3), "x")  # error: arg-type

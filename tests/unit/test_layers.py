@@ -62,6 +62,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "backends._quiet",
             "backends._runs",
             "backends.steps",
+            "backends.batches",
             "backends.dashboard_store",
             "backends.workflow_ops",
         ),
@@ -71,7 +72,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "postgres": (("backends.postgres", "backends.postgres.*"), ("vocabulary", "contract")),
     "rabbitmq": (("backends.rabbitmq", "backends.rabbitmq.*"), ("vocabulary", "contract")),
     "runtime": (
-        ("_runtime", "_runtime.*", "producer", "worker", "results", "workflows"),
+        ("_runtime", "_runtime.*", "producer", "worker", "results", "workflows", "batches"),
         ("vocabulary", "contract"),
     ),
     "faces": (("topics", "topics.*"), ("vocabulary", "contract", "runtime")),

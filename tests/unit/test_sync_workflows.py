@@ -8,6 +8,7 @@ import pytest
 
 from queuey import Job, MemoryBackend, NotSupportedError, Queue, QueueSet, sync
 from queuey.backends.postgres import SyncPostgresBackend
+from queuey.batches import BatchProgress, batch
 from queuey.workflows import chain
 
 
@@ -41,3 +42,29 @@ def test_a_sync_backend_without_workflows_refuses_before_storing() -> None:
     producer = sync.Producer.undeclared(Flow, backend)
     with pytest.raises(NotSupportedError, match="SyncPostgresBackend cannot run workflows"):
         producer.enqueue_workflow(chain(Start(n=2), Double.from_start))
+
+
+class Tally(Job[Flow], queue=Flow.steps, name="syncflow.Tally"):
+    done: int
+
+    @classmethod
+    def from_batch(cls, progress: BatchProgress) -> Tally:
+        return cls(done=progress.done)
+
+
+def test_a_batch_enqueued_from_sync_code_reports_its_progress() -> None:
+    with sync.ThreadedBackend(MemoryBackend()) as backend:
+        producer = sync.Producer.create(Flow, backend)
+        handle = producer.enqueue_batch(batch(Start(n=1), Start(n=2)).on_complete(Tally.from_batch))
+        assert len(handle.job_ids) == 2
+        added = producer.batch(handle.batch_id).add(Start(n=3))
+        progress = handle.progress()
+        assert (progress.total, progress.pending, progress.done) == (3, 3, 0)
+        assert len(added) == 1 and producer.job(added[0]) is not None
+
+
+def test_a_sync_backend_without_batches_refuses() -> None:
+    backend = SyncPostgresBackend("postgresql://nobody@127.0.0.1:1/none")  # never opened
+    producer = sync.Producer.undeclared(Flow, backend)
+    with pytest.raises(NotSupportedError, match="SyncPostgresBackend cannot run batches"):
+        producer.enqueue_batch(batch(Start(n=2)))

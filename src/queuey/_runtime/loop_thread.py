@@ -28,6 +28,7 @@ from queuey.backends.base import (
     ResultBackend,
     UniqueBackend,
 )
+from queuey.backends.batches import BatchBackend, BatchProgress, batches_refused
 from queuey.backends.steps import StepEdge, StepRow, WorkflowBackend, workflows_refused
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, ConfigError, NotSupportedError, ShutDownError
@@ -233,6 +234,34 @@ class ThreadedBackend:
         if not isinstance(self.backend, WorkflowBackend):
             raise workflows_refused(self.backend)
         self._call(self.backend.start_workflow(workflow_id, steps, edges))
+
+    def start_batch(
+        self,
+        batch_id: str,
+        rows: Sequence[StepRow],
+        on_success: str | None,
+        on_complete: str | None,
+    ) -> None:
+        """As ``BatchBackend.start_batch``, blocking the calling thread.
+
+        Raises:
+            NotSupportedError: the backend cannot run batches (RabbitMQ); nothing was stored.
+            BackendError: nothing was stored.
+        """
+        self._call(self._batches().start_batch(batch_id, rows, on_success, on_complete))
+
+    def add_to_batch(self, batch_id: str, rows: Sequence[StepRow]) -> bool:
+        """As ``BatchBackend.add_to_batch``, blocking the calling thread."""
+        return self._call(self._batches().add_to_batch(batch_id, rows))
+
+    def batch_progress(self, batch_id: str) -> BatchProgress | None:
+        """As ``BatchBackend.batch_progress``, blocking the calling thread."""
+        return self._call(self._batches().batch_progress(batch_id))
+
+    def _batches(self) -> BatchBackend:
+        if not isinstance(self.backend, BatchBackend):
+            raise batches_refused(self.backend)
+        return self.backend
 
     def wait_end(self, job_id: str, timeout: float | None) -> JobEnd | None:
         """As ``ResultBackend.wait_end``, on the loop, blocking the calling thread.

@@ -84,6 +84,11 @@ class ProducerBase(Generic[Q]):
     keeps_results = True
     """Whether the backend stores results (a job declaring a result type is refused if not)."""
 
+    def _step_target(self, job_type: type[Any]) -> tuple[str, str]:
+        """``(job name, queue name)`` of a job class of this producer's set (as ``_target``)."""
+        name, queue = self._target(job_type)
+        return name, queue.name
+
     def _target(self, job_type: type[Any]) -> tuple[str, QueueConfig]:
         """``(job name, queue config)`` of a job class of this producer's set.
 

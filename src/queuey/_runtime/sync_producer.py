@@ -35,6 +35,7 @@ from queuey.backends.base import (
     UniqueBackend,
 )
 from queuey.backends.steps import SyncWorkflowBackend, workflows_refused
+from queuey.batches import SyncBatchProducing
 from queuey.durations import Duration
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError, NotSupportedError
@@ -49,7 +50,7 @@ __all__ = ["Producer"]
 T = TypeVar("T")
 
 
-class Producer(ProducerBase[Q]):
+class Producer(ProducerBase[Q], SyncBatchProducing):
     """Enqueues jobs of ``queue_set`` synchronously. Build with ``Producer.create(...)``
     (declares every queue of the set) or ``Producer.undeclared(...)`` (declares nothing).
 

@@ -1,5 +1,6 @@
 """``queuey workflows list|show|cancel``: the workflows in a live database, one workflow step
-by step, and cancelling one (``Admin.workflows``, ``Admin.workflow``, ``Admin.cancel_workflow``).
+by step, and cancelling one (``Admin.workflows``, ``Admin.workflow``, ``Admin.cancel_workflow``);
+``queuey workflows batch``: a batch's progress (``Admin.batch``).
 
 A workflow is named by its id (``handle.workflow_id``) or by the job id of any of its steps.
 Exit codes: 0 done, 1 nothing found (no workflows, no such workflow, nothing left to cancel),
@@ -164,3 +165,34 @@ def cancel_command(workflow_id: uuid.UUID, database_url: str | None, schema: str
         fail(f"no pending, waiting or running step in workflow {workflow_id}", EXIT_NOT_FOUND)
     told = f"; {done.requested} running step(s) told to stop" if done.requested else ""
     click.echo(f"cancelled {done.cancelled} step(s) of workflow {workflow_id}{told}")
+
+
+@workflows.command("batch")
+@click.argument("batch_id", metavar="ID", type=click.UUID)
+@DATABASE_URL
+@SCHEMA
+@_JSON
+def batch_command(
+    batch_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool
+) -> None:
+    """Batch ID's progress (a batch of jobs, ``producer.enqueue_batch``): members in all,
+    succeeded, failed (or cancelled), not ended yet, and whether it has ended (its callbacks
+    were released). Exits 1 when there is no such batch.
+
+    \b
+    --json prints one object:
+      {"id": str, "total": int, "done": int, "failed": int, "pending": int, "ended": bool}
+    """
+    admin = _admin(database_url, schema)
+    found = _operate(admin.batch(batch_id))
+    if found is None:
+        fail(f"no batch with id {batch_id}", EXIT_NOT_FOUND)
+    if as_json:
+        document = found.model_dump(exclude={"batch_id"})
+        echo_json({"id": found.batch_id, **document, "ended": found.ended})
+        return
+    state = "ended" if found.ended else "running"
+    click.echo(
+        f"batch {found.batch_id}  {state}  total {found.total}, done {found.done}, "
+        f"failed {found.failed}, pending {found.pending}"
+    )

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, QueueDepth
+from queuey.backends.memory._batches import MemoryBatchMethods
 from queuey.backends.memory._consumer import MemoryConsumer
 from queuey.backends.memory._store import QueueState, Store
 from queuey.backends.memory._workflows import MemoryWorkflowOps
@@ -30,7 +31,7 @@ from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State
 __all__ = ["MemoryBackend"]
 
 
-class MemoryBackend(MemoryWorkflowOps):
+class MemoryBackend(MemoryWorkflowOps, MemoryBatchMethods):
     """In-memory transport honouring delays through the event loop's clock.
 
     Inspection helpers (synchronous): ``pending(q)``, ``pending_envelopes(q)``, ``acked(q)``,
@@ -59,6 +60,7 @@ class MemoryBackend(MemoryWorkflowOps):
         self._tally = ThrottleTally()
         if self._store.steps.on_end is None:
             self._store.steps.on_end = self._step_ended
+            self._store.batches.on_end = self._member_ended
 
     def __copy__(self) -> MemoryBackend:
         return MemoryBackend(_store=self._store)

@@ -1,12 +1,10 @@
 """``Store``: the memory backend's state and the operations on it, shared by the backend, its
-consumers and their deliveries (and by every copy of a backend).
-
-Per queue, keyed by (kind, name): the pending envelopes in delivery order, counters of those
-waiting on a timer, and the acknowledged and dead-lettered ones for inspection. Timers run on
-the event loop's clock (``loop.call_later``), so a virtual-time loop lets delays pass in no wall
-time. Ordering rule: an envelope goes behind every pending envelope of equal or higher priority
-and ahead of the rest. Per job id, the latest state (``jobs``) answers ``MemoryBackend.job``.
-"""
+consumers and their deliveries (and by every copy of a backend). Per queue, keyed by (kind,
+name): the pending envelopes in delivery order, counters of those waiting on a timer, and the
+acknowledged and dead-lettered ones. Timers run on the event loop's clock (``call_later``): a
+virtual-time loop lets delays pass in no wall time. An envelope goes behind every pending one of
+equal or higher priority, ahead of the rest. Per job id, the latest state (``jobs``) answers
+``MemoryBackend.job``."""
 
 from __future__ import annotations
 
@@ -23,6 +21,7 @@ from typing import Literal
 from queuey.attempts import MAX_ATTEMPT_ERRORS, AttemptError
 from queuey.backends._runs import OpenRuns
 from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, Progress, QueueDepth
+from queuey.backends.memory._batch_counts import Batches
 from queuey.backends.memory._ends import TERMINAL, Ends
 from queuey.backends.memory._flow import Flow
 from queuey.backends.memory._keys import Keys, WallClock, superseded
@@ -138,7 +137,7 @@ class Store:
         self.running: dict[str, asyncio.Future[None]] = {}  # job id -> its cancel request
         self.open_runs = OpenRuns("MemoryBackend")  # what close waits for (RunKeeper)
         self.ends = Ends()
-        self.steps = Steps()  # workflow steps waiting for their parents
+        self.steps, self.batches = Steps(), Batches()  # workflow steps waiting; batches' counts
         self._in_flight = 0
         self._activity = asyncio.Event()
 
@@ -183,6 +182,7 @@ class Store:
         if state in TERMINAL:
             self.ends.ended(envelope.job_id, JobEnd(state, last, result))
             self.steps.job_ended(envelope.job_id, state, result, last)
+            self.batches.job_ended(envelope.job_id, state)
 
     def depth(self, queue: QueueState) -> QueueDepth | None:
         """``queue``'s live envelopes counted (``None`` when it has none); the oldest due

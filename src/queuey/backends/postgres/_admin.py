@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from queuey._validation import check_int
 from queuey.backends.base import CancelResult, JobInfo
+from queuey.backends.batches import BatchProgress
+from queuey.backends.postgres._batches import batch_progress
 from queuey.backends.postgres._cancel import cancel_channel, cancel_result
 from queuey.backends.postgres._ids import parse_id
 from queuey.backends.postgres._rows import FailedRow, Held, QueueStatus, RowDetail, Touched
@@ -305,6 +307,16 @@ class Admin:
         """
         async with self._session() as store:
             return await workflow_info(store, parse_id(workflow_id))
+
+    async def batch(self, batch_id: str | uuid.UUID) -> BatchProgress | None:
+        """Batch ``batch_id``'s counts (``queuey workflows batch``); ``None`` when there is none.
+
+        Raises:
+            ConfigError: the id is not a UUID.
+            BackendError, SchemaError: as for ``status``.
+        """
+        async with self._session() as store:
+            return await batch_progress(store, str(batch_id))
 
     async def cancel_workflow(self, workflow_id: str | uuid.UUID) -> WorkflowCancel:
         """Cancel workflow ``workflow_id`` (or that of the step with that job id): its pending

@@ -9,8 +9,7 @@ uses the database's ``now()``.
 The backend is an assembly, in the manner of River's driver: the store (``_store.py``) runs
 every statement, the completer (``_complete.py``) settles, maintenance (``_maintenance.py``)
 beats and sweeps, the listener (``_listen.py``) wakes consumers (``_consumer.py``) through the
-waker (``_wake.py``). None of them knows the backend.
-"""
+waker (``_wake.py``). None of them knows the backend."""
 
 from __future__ import annotations
 
@@ -31,6 +30,7 @@ from queuey.backends._unclosed import LoopGuard
 from queuey.backends.base import CancelResult, JobEnd, JobInfo, QueueDepth
 from queuey.backends.postgres._admin import parse_id
 from queuey.backends.postgres._awaiters import Awaiters
+from queuey.backends.postgres._batches import BatchMethods
 from queuey.backends.postgres._cancel import Cancellations, cancel_channel, cancel_result
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._consumer import ConsumerLinks, PgConsumer
@@ -73,7 +73,7 @@ def process_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class PostgresBackend(WorkflowOpsMixin):
+class PostgresBackend(WorkflowOpsMixin, BatchMethods):
     """The PostgreSQL transport. Open it with ``await PostgresBackend.connect(url, ...)`` or
     ``async with PostgresBackend(url, ...)``.
 

@@ -68,9 +68,9 @@ __all__ = ["BACKGROUND_TIMEOUT", "Params", "PublishQuery", "Store", "schema_erro
 
 R = TypeVar("R")
 Params = dict[str, Any]
-PublishQuery = Literal["publish", "publish_one", "publish_job", "start_workflow"]
+PublishQuery = Literal["publish", "publish_one", "publish_job", "start_workflow", "start_batch"]
 """The three statements that insert rows (``_publish.py`` says which fits)."""
-UniqueQuery = Literal["publish_unique", "publish_once"]
+UniqueQuery = Literal["publish_unique", "publish_once", "add_to_batch"]
 """The statements that insert rows under a unique or idempotency key and say what they did."""
 
 BACKGROUND_TIMEOUT = 5.0

@@ -527,13 +527,16 @@ WITH acked AS (
     FROM acked
     WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
       AND m.attempts = acked.attempts AND m.cancel_requested_at IS NULL
-    RETURNING m.id, m.queue, m.unique_states
+    RETURNING m.id, m.queue, m.unique_states, m.batch
 ), woke AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM done WHERE unique_states & 30 = 18) AS q
-)
+), batch_ended AS (
+    SELECT batch, true AS ok FROM done
+), {batch_release}, {batch_wake}
 SELECT acked.id::text AS id FROM acked
-WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0;
+WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0
+  AND (SELECT count(*) FROM batch_woke) >= 0;
 
 -- name: ack_results
 -- Successes of jobs that declare a result type: fenced exactly as ack (no cancel asked for),
@@ -552,7 +555,7 @@ WITH acked AS (
     FROM acked
     WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
       AND m.attempts = acked.attempts AND m.cancel_requested_at IS NULL
-    RETURNING m.id, m.queue, m.unique_states, m.result::jsonb AS result,
+    RETURNING m.id, m.queue, m.unique_states, m.result::jsonb AS result, m.batch,
               pg_notify(%(results_channel)s, m.id::text) AS told
 ), woke AS (
     SELECT pg_notify(%(channel)s, q.queue)
@@ -582,10 +585,12 @@ WITH acked AS (
 ), ready AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
-)
+), batch_ended AS (
+    SELECT batch, true AS ok FROM done
+), {batch_release}, {batch_wake}
 SELECT acked.id::text AS id FROM acked
 WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0
-  AND (SELECT count(*) FROM ready) >= 0;
+  AND (SELECT count(*) FROM ready) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
 
 -- name: job_ends
 -- How each of the jobs %(ids)s stands, for the callers awaiting their results: its status,
@@ -696,7 +701,7 @@ WITH RECURSIVE dead AS (
         unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
     WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s
       AND attempts = %(attempts)s AND cancel_requested_at IS NULL
-    RETURNING id, queue, unique_states, workflow
+    RETURNING id, queue, unique_states, workflow, batch
 ), woke AS (
     SELECT pg_notify(%(channel)s, queue) FROM dead WHERE unique_states & 30 = 18
 ), gone AS (
@@ -706,8 +711,107 @@ WITH RECURSIVE dead AS (
 ), ready AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
+), batch_ended AS (
+    SELECT batch, false AS ok FROM dead
+), {batch_release}, {batch_wake}
+SELECT id FROM dead WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM ready) >= 0
+  AND (SELECT count(*) FROM batch_woke) >= 0;
+
+-- part: batch_release
+-- The batches (migration 0017) of the rows a statement ended, pasted after its CTE batch_ended
+-- (batch, ok: succeeded): each batch's counts change by its rows, in this statement (concurrent
+-- ends serialize on the batch's row); the one that brings pending to zero releases the
+-- callbacks, each given the batch's final counts: on_complete runs, on_success runs when no
+-- member failed and otherwise ends cancelled, saying so. A callback row is released only from
+-- waiting, so once.
+batch_counted AS (
+    UPDATE {batches} AS b
+    SET pending = b.pending - x.n, done = b.done + x.ok, failed = b.failed + x.n - x.ok,
+        ended_at = CASE WHEN b.pending = x.n THEN now() END
+    FROM (SELECT batch, count(*)::int AS n, (count(*) FILTER (WHERE ok))::int AS ok
+          FROM batch_ended WHERE batch IS NOT NULL GROUP BY batch) AS x
+    WHERE b.id = x.batch
+    RETURNING b.id, b.total, b.pending, b.done, b.failed, b.on_success, b.on_complete
+), batch_called AS (
+    UPDATE {table} AS c
+    SET status = CASE WHEN c.id = b.on_success AND b.failed > 0 THEN 'cancelled' ELSE 'pending' END,
+        available_at = now(),
+        processed_at = CASE WHEN c.id = b.on_success AND b.failed > 0 THEN now() END,
+        error = CASE WHEN c.id = b.on_success AND b.failed > 0
+                     THEN 'batch ' || b.id::text || ': ' || b.failed::text || ' of '
+                          || b.total::text || ' jobs failed; its success callback does not run'
+                END,
+        payload = json_build_object('__queuey_step__', c.step || jsonb_build_object(
+            'inputs', jsonb_build_array(jsonb_build_object(
+                'batch_id', b.id::text, 'total', b.total, 'done', b.done, 'failed', b.failed,
+                'pending', 0))))
+    FROM batch_counted AS b
+    WHERE b.pending = 0 AND c.id IN (b.on_success, b.on_complete) AND c.status = 'waiting'
+    RETURNING c.queue, c.status
 )
-SELECT id FROM dead WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM ready) >= 0;
+
+-- part: batch_wake
+-- Wakes the queues of the callbacks batch_release released, on %(channel)s.
+batch_woke AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM batch_called WHERE status = 'pending') AS q
+)
+
+-- part: batch_rows
+-- The INSERT of a batch's rows (pasted into start_batch and add_to_batch): members (parents 0)
+-- pending with the batch's id, callbacks (parents 1) waiting with their step.
+INSERT INTO {table} (id, kind, queue, job_type, status, priority, payload, headers,
+                     enqueued_at_ms, batch, step)
+SELECT r.id, 'job', r.queue, r.job_type,
+       CASE WHEN r.parents = 0 THEN 'pending' ELSE 'waiting' END, r.priority, p.payload,
+       CASE WHEN r.parents = 0 THEN json_build_object('queuey-batch', %(batch)s::text)
+            ELSE '{{}}'::json END,
+       r.enqueued_at_ms, CASE WHEN r.parents = 0 THEN %(batch)s::uuid END, s.step
+FROM unnest(%(ids)s::uuid[], %(queues)s::text[], %(job_types)s::text[], %(priorities)s::int[],
+            %(enqueued_at_ms)s::bigint[], %(parents)s::int[])
+     WITH ORDINALITY AS r(id, queue, job_type, priority, enqueued_at_ms, parents, n)
+JOIN json_array_elements(%(payloads)s::json) WITH ORDINALITY AS p(payload, n) USING (n)
+JOIN jsonb_array_elements(%(steps)s::jsonb) WITH ORDINALITY AS s(step, n) USING (n)
+
+-- name: start_batch
+-- A batch (migration 0017) in one statement: its row (every member pending), its members due
+-- now (each carrying the batch's id, in the column and the header queuey-batch), and its
+-- callbacks waiting (step: the builder that makes each from the batch's counts). Wakes the
+-- members' queues.
+WITH counted AS (
+    INSERT INTO {batches} (id, total, pending, on_success, on_complete)
+    VALUES (%(batch)s::uuid, %(total)s, %(total)s, %(on_success)s::uuid, %(on_complete)s::uuid)
+), inserted AS (
+    {batch_rows}
+    ORDER BY n
+    RETURNING queue, status
+)
+SELECT pg_notify(%(channel)s, q.queue)
+FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'pending') AS q;
+
+-- name: add_to_batch
+-- More members for batch %(batch)s, only while it has not ended (pending > 0: a running member
+-- is itself pending, so its handler can always add): pending and total grow by %(total)s and
+-- the members are inserted, due now, in one statement. Returns whether the batch took them.
+WITH counted AS (
+    UPDATE {batches} SET pending = pending + %(total)s, total = total + %(total)s
+    WHERE id = %(batch)s::uuid AND pending > 0
+    RETURNING id
+), inserted AS (
+    {batch_rows}
+    WHERE EXISTS (SELECT 1 FROM counted)
+    ORDER BY n
+    RETURNING queue, status
+), woke AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM inserted WHERE status = 'pending') AS q
+)
+SELECT EXISTS (SELECT 1 FROM counted) AS added WHERE (SELECT count(*) FROM woke) >= 0;
+
+-- name: batch_progress
+-- Batch %(batch)s's counts: members in all, not ended, succeeded, ended otherwise.
+SELECT id::text AS batch_id, total, pending, done, failed FROM {batches}
+WHERE id = %(batch)s::uuid;
 
 -- name: start_workflow
 -- A workflow's steps in one statement: the roots pending (due now), every other step waiting
@@ -746,11 +850,14 @@ WITH done AS (
         unique_key = CASE WHEN unique_states & 4 = 0 THEN NULL ELSE unique_key END
     WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s
       AND attempts = %(attempts)s AND cancel_requested_at IS NULL
-    RETURNING id, queue, unique_states
+    RETURNING id, queue, unique_states, batch
 ), woke AS (
     SELECT pg_notify(%(channel)s, queue) FROM done WHERE unique_states & 30 = 18
-)
-SELECT id FROM done WHERE (SELECT count(*) FROM woke) >= 0;
+), batch_ended AS (
+    SELECT batch, true AS ok FROM done
+), {batch_release}, {batch_wake}
+SELECT id FROM done
+WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
 
 -- name: cancel
 -- Cancel one job. A pending row (due or scheduled) or a waiting workflow step becomes cancelled
@@ -773,7 +880,7 @@ WITH RECURSIVE target AS (
                                    THEN coalesce(m.cancel_requested_at, now()) END
     FROM target
     WHERE m.id = target.id
-    RETURNING target.status AS was, target.claimed_by AS owner, m.id, m.workflow
+    RETURNING target.status AS was, target.claimed_by AS owner, m.id, m.workflow, m.batch
 ), gone AS (
     SELECT id, workflow, 'cancelled'::text AS error FROM cancelled
     WHERE workflow IS NOT NULL AND was <> 'running'
@@ -781,12 +888,17 @@ WITH RECURSIVE target AS (
 ), ready AS (
     SELECT pg_notify(%(wake_channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
+), batch_ended AS (
+    SELECT batch, false AS ok FROM cancelled WHERE was <> 'running'
+), {batch_release}, batch_woke AS (
+    SELECT pg_notify(%(wake_channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM batch_called WHERE status = 'pending') AS q
 )
 SELECT cancelled.was
 FROM cancelled
 LEFT JOIN LATERAL (SELECT pg_notify(%(channel)s, cancelled.owner || ' ' || %(id)s::text)
                    WHERE cancelled.was = 'running') AS told ON true
-WHERE (SELECT count(*) FROM ready) >= 0;
+WHERE (SELECT count(*) FROM ready) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
 
 -- name: finish_cancel
 -- The run of a row whose cancel was asked for has ended: cancelled now, fenced by (owner,
@@ -798,15 +910,18 @@ WITH RECURSIVE ended_run AS (
         lease_until = NULL, unique_key = NULL, cancel_requested_at = NULL
     WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s
       AND attempts = %(attempts)s AND cancel_requested_at IS NOT NULL
-    RETURNING id, workflow
+    RETURNING id, workflow, batch
 ), gone AS (
     SELECT id, workflow, 'cancelled'::text AS error FROM ended_run WHERE workflow IS NOT NULL
 ), {workflow_ended}
 ), ready AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
-)
-SELECT id FROM ended_run WHERE (SELECT count(*) FROM ready) >= 0;
+), batch_ended AS (
+    SELECT batch, false AS ok FROM ended_run
+), {batch_release}, {batch_wake}
+SELECT id FROM ended_run
+WHERE (SELECT count(*) FROM ready) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
 
 -- name: claim_state
 -- Why a fenced settle of run %(attempts)s of row %(id)s was refused: whether this owner still
@@ -874,7 +989,7 @@ SET redeliveries = m.redeliveries + CASE WHEN e.asked THEN 0 ELSE 1 END,
                       ELSE m.unique_kept END
 FROM expired AS e
 WHERE m.id = e.id
-RETURNING m.id, m.status, m.workflow, m.error
+RETURNING m.id, m.status, m.workflow, m.error, m.batch
 ), gone AS (
     -- A workflow step (migration 0014) that ended here failed or cancelled: as dead_letter
     -- says, its children under a partial fan-in get its error and one parent less (released
@@ -885,8 +1000,11 @@ RETURNING m.id, m.status, m.workflow, m.error
 ), ready AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
-)
-SELECT id::text AS id, status FROM reclaimed WHERE (SELECT count(*) FROM ready) >= 0;
+), batch_ended AS (
+    SELECT batch, false AS ok FROM reclaimed WHERE status IN ('failed', 'cancelled')
+), {batch_release}, {batch_wake}
+SELECT id::text AS id, status FROM reclaimed
+WHERE (SELECT count(*) FROM ready) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
 
 -- name: expire
 -- Pending rows past their queue's message TTL are dead-lettered, never dropped.
@@ -1145,7 +1263,8 @@ WITH RECURSIVE candidates AS (
     UPDATE {table}
     SET status = 'pending', attempts = 0, redeliveries = 0, deferrals = 0, available_at = now(),
         expires_at = now() + (expires_at - available_at), processed_at = NULL,
-        claimed_at = NULL, claimed_by = NULL, lease_until = NULL, unique_key = unique_kept
+        claimed_at = NULL, claimed_by = NULL, lease_until = NULL, unique_key = unique_kept,
+        batch = NULL
     WHERE id IN (SELECT id FROM chosen) AND status = %(status)s::text
     RETURNING id, kind, queue
 ), {rearm_steps}, counted AS (
