@@ -20,12 +20,14 @@ the memory backend the same way in one process; RabbitMQ refuses them (``ConfigE
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from queuey._validation import Site, check_int, shown
 from queuey.durations import Duration, parse_duration
+from queuey.errors import ConfigError
 
 __all__ = [
     "Concurrency",
@@ -36,7 +38,9 @@ __all__ = [
     "ThrottleBackend",
     "ThrottleTally",
     "Throttled",
+    "parse_limit",
     "resolve_limits",
+    "shown_limits",
 ]
 
 
@@ -193,6 +197,52 @@ def resolve_limits(
         check_int(burst, "limits: burst", low=0, high=1_000_000, site=site)
         specs.append(LimitSpec(job_type, item.by, item.limit, per, burst))
     return tuple(specs)
+
+
+_SPELLING = re.compile(
+    r"(?P<what>concurrency|rate)\s+(?P<limit>\d+)(?:/(?P<per>\S+))?(?:\s+burst\s+(?P<burst>\d+))?"
+    r"(?:\s+of\s+(?P<job_type>[^\s,]+))?(?:\s+by\s+(?P<by>\S+))?"
+)
+
+
+def parse_limit(text: str) -> LimitSpec:
+    """A limit from its spelling, as ``LimitSpec.label`` writes it: ``concurrency N``,
+    ``rate N/PER`` (``PER`` a duration: ``1s``, ``500ms``, ``1h``; optionally ``burst B``), then
+    optionally ``of JobType`` and ``by field1,field2``; e.g. ``rate 100/1s of Sync by tenant``.
+    The spelling ``queuey queues limit`` and the dashboard read.
+
+    Raises:
+        ConfigError: naming ``text``: not such a spelling, a limit outside 1..1,000,000, or a
+            window below 1 ms.
+    """
+    found = _SPELLING.fullmatch(" ".join(str(text).split()))
+    rate = found is not None and found["what"] == "rate"
+    if found is None or rate != (found["per"] is not None) or (found["burst"] and not rate):
+        raise ConfigError(
+            f"{text!r} is not a limit: write 'concurrency N' or 'rate N/PER' (PER like 1s, "
+            "optionally 'burst B'), then optionally 'of JobType' and 'by field1,field2'"
+        )
+    limit = int(found["limit"])
+    if not 1 <= limit <= 1_000_000:
+        raise ConfigError(f"{text!r}: the limit must be 1..1,000,000, got {limit}")
+    per = None
+    if found["per"] is not None:
+        per = parse_duration(found["per"], f"{text!r}: per").total_seconds()
+        if per < 0.001:
+            raise ConfigError(f"{text!r}: a window of at least 1ms, got {found['per']}")
+    by = tuple(name for name in (found["by"] or "").split(",") if name)
+    burst = int(found["burst"] or 0)
+    if burst > 1_000_000:
+        raise ConfigError(f"{text!r}: the burst must be 0..1,000,000, got {burst}")
+    return LimitSpec(found["job_type"], by, limit, per, burst)
+
+
+def shown_limits(limits: Sequence[LimitSpec] | None) -> str:
+    """``limits`` spelt as ``parse_limit`` reads them, ``; ``-separated (``none``: empty;
+    ``declared``: ``None``, the declared limits)."""
+    if limits is None:
+        return "declared"
+    return "; ".join(spec.label for spec in limits) or "none"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from queuey import Concurrency, ConfigError, Job, Queue, QueueSet, RateLimit
-from queuey.limits import LimitSpec
+from queuey.limits import LimitSpec, parse_limit, shown_limits
 
 
 def test_queue_and_job_limits_resolve() -> None:
@@ -65,3 +65,43 @@ def test_a_burst_is_kept_and_named() -> None:
     (spec,) = Burst.work.config.limits
     assert (spec.burst, spec.spacing) == (2, 0.2)
     assert spec.label == "rate 5/1s burst 2 by tenant"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "concurrency 3",
+        "rate 100/1s",
+        "rate 5/0.5s of Sync by tenant",
+        "rate 5/1s burst 2 by tenant",
+        "concurrency 2 by a,b",
+    ],
+)
+def test_a_limit_spelling_reads_back_as_its_label(text: str) -> None:
+    spec = parse_limit(text)
+    assert spec.label == text and parse_limit(spec.label) == spec
+
+
+def test_the_spelling_of_several_windows_on_one_key() -> None:
+    specs = [parse_limit("rate 100/1s by tenant"), parse_limit("rate  1000/1h  by tenant")]
+    assert specs[1] == LimitSpec(None, ("tenant",), 1000, 3600.0)
+    assert specs[0].bucket != specs[1].bucket  # each window paces its own starts
+    assert shown_limits(specs) == "rate 100/1s by tenant; rate 1000/3600s by tenant"
+    assert shown_limits([]) == "none" and shown_limits(None) == "declared"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rate 3", "is not a limit"),
+        ("concurrency 3/1s", "is not a limit"),
+        ("concurrency 3 burst 1", "is not a limit"),
+        ("speed 3", "is not a limit"),
+        ("rate 0/1s", "1..1,000,000"),
+        ("rate 3/0.0001s", "at least 1ms"),
+    ],
+)
+def test_a_bad_spelling_is_a_config_error_naming_it(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as raised:
+        parse_limit(text)
+    assert repr(text) in str(raised.value)

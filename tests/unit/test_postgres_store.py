@@ -55,13 +55,16 @@ CLAIM = {
     "redeliveries": 1,
     "waited": 0.25,
     "due_in": None,
+    "held_concurrency": None,
+    "held_rate": None,
+    "overridden": False,
 }
 
 
 def claim(names: Sequence[str], config: QueueConfig) -> Claim:
     make = claim_rows(config)(FakeCursor(names))  # type: ignore[arg-type]
     row, due, held = make([CLAIM[name] for name in names])
-    assert row is not None and due is None and held is None
+    assert row is not None and due is None and held == (None, None, False)
     return row
 
 
@@ -69,14 +72,16 @@ def test_the_row_of_a_claim_that_took_nothing_carries_only_the_due_time() -> Non
     names = list(CLAIM)
     make = claim_rows(QueueConfig("q"))(FakeCursor(names))  # type: ignore[arg-type]
     values = {name: None for name in names} | {"due_in": 2.5}
-    assert make([values[name] for name in names]) == (None, 2.5, None)
+    values["overridden"] = False
+    assert make([values[name] for name in names]) == (None, 2.5, (None, None, False))
 
 
 def test_a_limited_claim_row_carries_what_its_limits_held_back() -> None:
-    names = [*CLAIM, "held_concurrency", "held_rate"]
-    make = claim_rows(QueueConfig("q"), limited=True)(FakeCursor(names))  # type: ignore[arg-type]
+    names = list(CLAIM)
+    make = claim_rows(QueueConfig("q"))(FakeCursor(names))  # type: ignore[arg-type]
     values = {name: None for name in names} | {"due_in": 0.2, "held_concurrency": 2, "held_rate": 0}
-    assert make([values[name] for name in names]) == (None, 0.2, (2, 0))
+    values["overridden"] = True  # limits set at run time
+    assert make([values[name] for name in names]) == (None, 0.2, (2, 0, True))
 
 
 @pytest.mark.parametrize("order", [list(CLAIM), sorted(CLAIM), list(reversed(CLAIM))])

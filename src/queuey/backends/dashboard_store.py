@@ -7,11 +7,13 @@ never by position). Times are aware datetimes from the database's clock.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from queuey.attempts import AttemptError
+from queuey.limits import LimitSpec
 
 __all__ = [
     "AuditEntry",
@@ -23,6 +25,7 @@ __all__ = [
     "JobPage",
     "JobSummary",
     "Minute",
+    "LimitsSet",
     "Pause",
     "QueueRef",
     "QueueSummary",
@@ -244,6 +247,18 @@ class Pause:
 
 
 @dataclass(frozen=True)
+class LimitsSet:
+    """A queue (kind ``job``/``topic``) whose flow limits ``set_by`` set at ``set_at``, in place
+    of the declared ones: ``shown``, spelt as ``queuey.limits.parse_limit`` reads them."""
+
+    kind: str
+    queue: str
+    shown: str
+    set_by: str
+    set_at: datetime
+
+
+@dataclass(frozen=True)
 class ScheduleRow:
     """A registered schedule: its timing (cron expression or ``every <n>s``, IANA zone), the
     last slot fired, when, and the job it enqueued, and whether it is paused."""
@@ -371,3 +386,13 @@ class DashboardStore(Protocol):
 
     async def resume(self, actor: str, kind: str, queue: str) -> bool:
         """Resume a paused queue; whether it was paused."""
+
+    async def set_limits(
+        self, actor: str, kind: str, queue: str, limits: Sequence[LimitSpec] | None
+    ) -> str:
+        """Put ``limits`` in place of the queue's declared flow limits from the next claim of
+        every process on (``None``: the declared ones again); audited. Returns what changed,
+        ``"<old> -> <new>"``."""
+
+    async def limits_set(self) -> list[LimitsSet]:
+        """Every queue whose limits were set at run time."""

@@ -44,6 +44,10 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
         ("_topics", "_dashboard"),
         "Run the app's topic subscribers until SIGINT/SIGTERM, then shut down gracefully.",
     ),
+    "queues": (
+        ("_queues",),
+        "Pause, resume and set the flow limits of a queue for every worker (PostgreSQL).",
+    ),
     "schedules": (("_schedules",), "List, pause and resume periodic schedules (PostgreSQL)."),
     "serve": (("_http",), "Serve POST <base>/queues/{topic} until SIGINT/SIGTERM."),
     "status": (

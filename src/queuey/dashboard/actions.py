@@ -14,6 +14,7 @@ field. Who may act, and the CSRF token, are checked before anything else
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -29,6 +30,8 @@ from queuey.dashboard.guard import Caller, Guard, SignInRefused
 from queuey.dashboard.pages import FLASH
 from queuey.dashboard.session import COOKIE
 from queuey.dashboard.web import Templates, job_filter, read_form
+from queuey.errors import ConfigError
+from queuey.limits import LimitSpec, parse_limit
 
 __all__ = ["CONFIRM_SECS", "LOGIN_COOKIE", "Actions"]
 
@@ -120,6 +123,7 @@ class Actions:
             "bulk-discard": self._bulk_discard,
             "pause": self._pause,
             "resume": self._resume,
+            "limits": self._limits,
         }
         handler = handlers.get(name)
         if handler is None:
@@ -191,10 +195,31 @@ class Actions:
         changed = await self.store.pause(caller.name, kind, queue)
         return "pause", int(changed)
 
+    async def _limits(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
+        kind, queue = _target(form)
+        if kind == "app":
+            raise HTTPException(400, "kind: limits are set on a job queue or a topic")
+        await self.store.set_limits(caller.name, kind, queue, _limits_of(form))
+        return "limits", 1
+
     async def _resume(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
         kind, queue = _target(form)
         changed = await self.store.resume(caller.name, kind, queue)
         return "resume", int(changed)
+
+
+def _limits_of(form: dict[str, str]) -> list[LimitSpec] | None:
+    """The limits the form sets: ``declared`` (``None``), ``none`` (``[]``), or limits spelt
+    as ``parse_limit`` reads them, one per line or ``;``-separated."""
+    text = form.get("limits", "").strip()
+    if text in ("declared", ""):
+        return None
+    if text == "none":
+        return []
+    try:
+        return [parse_limit(part) for part in re.split(r"[;\n]", text) if part.strip()]
+    except ConfigError as exc:
+        raise HTTPException(400, f"limits: {exc}") from None
 
 
 def _job_id(form: dict[str, str]) -> str:

@@ -55,6 +55,7 @@ DONE_MESSAGES = {
     "bulk-discard": "Discarded {n} failed job(s) matching the filter.",
     "pause": "Paused.",
     "resume": "Resumed.",
+    "limits": "Limits set: every worker applies them at its next claim.",
 }
 
 
@@ -106,6 +107,7 @@ class Pages:
         queues = await self.store.overview()
         paused = await self.store.paused()
         app_paused = any(p.kind == "app" and p.queue == self.app_prefix for p in paused)
+        limits = {(s.kind, s.queue): s for s in await self.store.limits_set()}
         return self._page(
             "overview.html",
             request,
@@ -114,6 +116,7 @@ class Pages:
             chart=throughput_svg(await self.store.throughput()),
             app_prefix=self.app_prefix,
             app_paused=app_paused,
+            limits=limits,
         )
 
     async def jobs(self, request: Request) -> Response:

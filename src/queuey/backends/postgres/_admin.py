@@ -23,6 +23,7 @@ from typing import Any, Literal
 from queuey._validation import check_int
 from queuey.backends.base import CancelResult, JobInfo
 from queuey.backends.batches import BatchProgress
+from queuey.backends.postgres._admin_flow import AdminFlow
 from queuey.backends.postgres._batches import batch_progress
 from queuey.backends.postgres._cancel import cancel_channel, cancel_result
 from queuey.backends.postgres._ids import parse_id
@@ -57,7 +58,7 @@ def cli_actor() -> str:
         return "cli"
 
 
-class Admin:
+class Admin(AdminFlow):
     """Operations on one queuey table through short-lived connections.
 
     Args:

@@ -558,7 +558,7 @@ class PostgresBackend(WorkflowOpsMixin, BatchMethods):
     def throttled(self) -> list[Throttled]:
         """What this backend's claims held back under flow limits (``ThrottleBackend``),
         counted from the claims' own results (no round trip)."""
-        return self._store.throttle.snapshot()
+        return self._store.flow.tally.snapshot()
 
     async def queue_depths(self) -> list[QueueDepth]:
         """Every (kind, queue) with live rows, counted in one statement (``ops_status``):

@@ -36,6 +36,7 @@ from queuey.backends.dashboard_store import (
     TopicRow,
 )
 from queuey.backends.postgres._cancel import cancel_channel
+from queuey.backends.postgres._dashboard_flow import FlowActions
 from queuey.backends.postgres._errors import database_errors
 from queuey.backends.postgres._rows import attempt_errors
 from queuey.backends.postgres._sql import Statements, check_identifier, statement_texts
@@ -63,12 +64,20 @@ def dashboard_names(schema: str, table: str) -> dict[str, sql.Composable]:
     """The identifiers ``dashboard.sql`` is composed with, named as the migrations name them."""
     schema, table = check_identifier(schema, "schema"), check_identifier(table, "table")
     names: dict[str, sql.Composable] = {"table": sql.Identifier(schema, table)}
-    for suffix in ("audit", "paused", "signed_out", "bulk", "schedules", "workflow_edges"):
+    for suffix in (
+        "audit",
+        "paused",
+        "signed_out",
+        "bulk",
+        "schedules",
+        "workflow_edges",
+        "flow_set",
+    ):
         names[suffix] = sql.Identifier(schema, f"{table}_{suffix}"[:63])
     return names
 
 
-class PgDashboardStore:
+class PgDashboardStore(FlowActions):
     """What the dashboard reads and does, on one queuey table (a ``DashboardStore``).
 
     Args:
@@ -339,18 +348,6 @@ class PgDashboardStore:
         params = {"actor": actor, "id": job_id, "cancel_channel": self.cancel_channel}
         rows = await self._execute("cancel", params)
         return int(rows[0][0]) if rows else 0
-
-    async def pause(self, actor: str, kind: str, queue: str) -> bool:
-        """Pause a queue (``kind`` job or topic) or a topic app (``kind`` app, ``queue`` its
-        prefix); audited. Returns whether it was running before."""
-        rows = await self._execute("pause", {"actor": actor, "kind": kind, "queue": queue})
-        return bool(rows and rows[0][0])
-
-    async def resume(self, actor: str, kind: str, queue: str) -> bool:
-        """Undo ``pause`` and wake its consumers; audited. Returns whether it was paused."""
-        params = {"actor": actor, "kind": kind, "queue": queue, "job_channel": self.job_channel}
-        rows = await self._execute("resume", params | {"topic_channel": self.topic_channel})
-        return bool(rows and rows[0][0])
 
     @staticmethod
     def _action_params(

@@ -1,5 +1,5 @@
 """The parameters of ``claim_limited``: a queue's flow limits (``queuey.limits``) as the
-statement reads them."""
+statement reads them, and which claim a queue's claims run (``FlowClaims``)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,18 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from queuey.backends.postgres._rows import FlowHeld
 from queuey.limits import LimitSpec, ThrottleTally
 from queuey.queues import QueueConfig
 
-__all__ = ["CONCURRENCY_RECHECK", "SCAN", "count_held", "limited_claim"]
+__all__ = [
+    "CONCURRENCY_RECHECK",
+    "SCAN",
+    "FlowClaims",
+    "count_held",
+    "limited_claim",
+    "limits_json",
+]
 
 SCAN = 200
 """How many of a limited queue's oldest due rows a claim considers (in claim order)."""
@@ -19,9 +27,10 @@ CONCURRENCY_RECHECK = 0.2
 in another process sends no notification (one in this process wakes the claim at once)."""
 
 
-def limited_claim(limits: Sequence[LimitSpec]) -> dict[str, Any]:
-    """The parameters ``claim_limited`` adds to the claim's: ``limits`` (JSON), ``scan`` and
-    ``recheck``."""
+def limits_json(limits: Sequence[LimitSpec]) -> str:
+    """``limits`` as ``claim_limited`` reads them (and ``{flow_set}`` keeps them): a JSON array
+    of objects ``n``, ``job_type``, ``fields``, ``cap``, ``per``, ``bucket``, ``spacing``,
+    ``tau``."""
     rows = [
         {
             "n": n,
@@ -35,13 +44,46 @@ def limited_claim(limits: Sequence[LimitSpec]) -> dict[str, Any]:
         }
         for n, spec in enumerate(limits)
     ]
-    return {"limits": json.dumps(rows), "scan": SCAN, "recheck": CONCURRENCY_RECHECK}
+    return json.dumps(rows)
+
+
+def limited_claim(limits: Sequence[LimitSpec]) -> dict[str, Any]:
+    """The parameters ``claim_limited`` adds to the claim's: ``limits`` (JSON: the declared
+    limits, replaced in the statement by those set at run time), ``scan`` and ``recheck``."""
+    return {"limits": limits_json(limits), "scan": SCAN, "recheck": CONCURRENCY_RECHECK}
+
+
+class FlowClaims:
+    """Which claim a queue's claims run: ``claim_limited`` for a queue with declared limits or
+    with limits set at run time (as this process's last claim of it saw), else the plain
+    ``claim``; and what the limited claims held back (``tally``)."""
+
+    def __init__(self, tally: ThrottleTally) -> None:
+        self.tally = tally
+        self._set: set[tuple[str, str]] = set()  # (kind, queue) whose limits were set
+
+    def limited(self, config: QueueConfig) -> bool:
+        """Whether the next claim of ``config``'s queue runs ``claim_limited``."""
+        return bool(config.limits) or (config.kind, config.name) in self._set
+
+    def saw(self, config: QueueConfig, held: FlowHeld, limited: bool) -> bool:
+        """Learn from a claim of ``config``'s queue (``limited``: ``claim_limited`` ran) what
+        it reported (``held``); true when the plain claim met limits set at run time (it took
+        nothing: claim again, limited)."""
+        key = (config.kind, config.name)
+        if held[2]:
+            self._set.add(key)
+        else:
+            self._set.discard(key)
+        if limited and held[0] is not None and held[1] is not None:
+            count_held(self.tally, config, (held[0], held[1]))
+        return held[2] and not limited
 
 
 def count_held(tally: ThrottleTally, config: QueueConfig, held: tuple[int, int]) -> None:
     """Tell ``tally`` what one claim of ``config``'s queue held back: ``held`` is the due rows
-    its concurrency caps and its rate limits held back (a kind the queue has no limit of is
-    not recorded)."""
+    its concurrency caps and its rate limits held back (a kind the queue declares no limit of
+    is not recorded)."""
     kinds = {spec.per is None for spec in config.limits}
     if True in kinds:
         tally.record(config.name, "concurrency", int(held[0]))

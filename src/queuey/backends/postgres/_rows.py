@@ -251,7 +251,7 @@ _CLAIM_COLUMNS = (
     "waited",
     "due_in",
 )
-_HELD_COLUMNS = ("held_concurrency", "held_rate")
+_HELD_COLUMNS = ("held_concurrency", "held_rate", "overridden")
 
 
 def _columns(cursor: psycopg.AsyncCursor[Any], wanted: Sequence[str]) -> list[int] | None:
@@ -281,17 +281,20 @@ def json_value(text: str) -> Any:
         return json.loads(text)
 
 
-ClaimRow = tuple[Claim | None, float | None, tuple[int, int] | None]
+FlowHeld = tuple[int | None, int | None, bool]
+"""What a claim's flow limits did: the due rows its concurrency caps and its rate limits held
+back (``None`` from the plain claim), and whether an operator set the queue's limits at run
+time (``overridden``: the plain claim then took nothing, and the claim runs again limited)."""
+ClaimRow = tuple[Claim | None, float | None, FlowHeld]
 """One row of the ``claim`` statement: the row claimed (``None`` on the one row of a claim that
 took nothing), ``due_in``, the seconds until the queue's next row falls due as the statement
-reports it (``None`` on a full claim or when nothing is scheduled), and (``claim_limited``
-only) the due rows its concurrency caps and its rate limits held back."""
+reports it (``None`` on a full claim or when nothing is scheduled), and ``FlowHeld``."""
 
 
-def claim_rows(config: QueueConfig, limited: bool = False) -> AsyncRowFactory[ClaimRow]:
-    """The row factory of the ``claim`` statement for ``config``'s queue: each row becomes a
-    ``Claim`` whose envelope names the queue and its kind, with the statement's ``due_in``
-    (and, ``limited``: ``claim_limited``'s held-back counts)."""
+def claim_rows(config: QueueConfig) -> AsyncRowFactory[ClaimRow]:
+    """The row factory of the ``claim`` and ``claim_limited`` statements for ``config``'s
+    queue: each row becomes a ``Claim`` whose envelope names the queue and its kind, with the
+    statement's ``due_in`` and ``FlowHeld``."""
     queue, kind = config.name, config.kind
     trusted = Envelope.trusted
     loads = json_value
@@ -302,11 +305,11 @@ def claim_rows(config: QueueConfig, limited: bool = False) -> AsyncRowFactory[Cl
             return no_result
         i_id, i_type, i_attempts, i_deferrals, i_priority, i_payload = at[:6]
         i_headers, i_by, i_ms, i_position, i_redeliveries, i_waited, i_due = at[6:]
-        held_at = _columns(cursor, _HELD_COLUMNS) if limited else None
+        i_held, i_rate, i_set = _columns(cursor, _HELD_COLUMNS) or (0, 0, 0)
 
         def make(values: Sequence[Any]) -> ClaimRow:
             row_id = values[i_id]
-            held = None if held_at is None else (values[held_at[0]], values[held_at[1]])
+            held = (values[i_held], values[i_rate], bool(values[i_set]))
             if row_id is None:  # the claim took nothing: only due_in is told
                 return None, values[i_due], held
             raw = values[i_headers]  # json text, NULL when empty

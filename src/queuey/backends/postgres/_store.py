@@ -36,7 +36,7 @@ from queuey.backends.postgres._errors import (
     database_errors,
     server_of,
 )
-from queuey.backends.postgres._flow import count_held, limited_claim
+from queuey.backends.postgres._flow import FlowClaims, limited_claim
 from queuey.backends.postgres._pool import Connection, Connections, Lent
 from queuey.backends.postgres._rows import (
     Claimed,
@@ -113,7 +113,7 @@ class Store:
         self.owner = owner
         self.lease = lease
         self.publish_timeout = publish_timeout
-        self.throttle = ThrottleTally()  # what limited claims held back
+        self.flow = FlowClaims(ThrottleTally())  # which claim runs; what limits held back
         self._conninfo = conninfo
         remember(conninfo)
         self._connections = connections
@@ -368,19 +368,19 @@ class Store:
         params: dict[str, Any] = {"kind": config.kind, "queue": config.name, "app": config.app}
         params |= {"limit": limit, "owner": self.owner, "lease": self.lease}
         params["job_types"] = _job_types(config)
-        name, first, limited = "claim", None, bool(config.limits)
+        name, first, limited = "claim", None, self.flow.limited(config)
         if limited:  # a queue without limits runs the plain claim, untouched
             params.update(limited_claim(config.limits))
             name, first = "claim_limited", self.statements["claim_lock"]
         rows, _ = await self._run(
-            self.statements[name], params, claim_rows(config, limited), BACKGROUND_TIMEOUT,
+            self.statements[name], params, claim_rows(config), BACKGROUND_TIMEOUT,
             claim=True, first=first,
         )  # fmt: skip
+        if rows and self.flow.saw(config, rows[0][2], limited):  # limits set at run time
+            return await self.claim(config, limit)
         claims = [claim for claim, _, _ in rows if claim is not None]
         claims.sort(key=_IN_CLAIM_ORDER)
         due = rows[0][1] if rows else None
-        if limited and rows and rows[0][2] is not None:
-            count_held(self.throttle, config, rows[0][2])
         return Claimed(claims, None if due is None else max(0.0, float(due)))
 
     async def ack(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:

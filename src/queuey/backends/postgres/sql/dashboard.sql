@@ -452,3 +452,35 @@ ON CONFLICT (session) DO NOTHING;
 -- name: signed_out
 -- Whether the session %(session)s was signed out.
 SELECT EXISTS (SELECT 1 FROM {signed_out} WHERE session = %(session)s) AS gone;
+
+-- name: set_limits
+-- Put %(limits)s (claim_limited's JSON, the limits of the queue and of its job types) in place
+-- of a queue's declared limits, in force at the next claim of every process (NULL: back to the
+-- declared ones), and wake its consumers. Audited: who, when, and what, old -> new (spelt as
+-- queuey.limits.parse_limit reads them: %(shown)s; 'declared' for the declared limits).
+WITH old AS (
+    SELECT shown FROM {flow_set} WHERE kind = %(kind)s AND queue = %(queue)s
+), gone AS (
+    DELETE FROM {flow_set}
+    WHERE kind = %(kind)s AND queue = %(queue)s AND %(limits)s::json IS NULL
+    RETURNING 1
+), put AS (
+    INSERT INTO {flow_set} (kind, queue, limits, shown, set_by)
+    SELECT %(kind)s, %(queue)s, %(limits)s::json, %(shown)s, %(actor)s
+    WHERE %(limits)s::json IS NOT NULL
+    ON CONFLICT (kind, queue) DO UPDATE
+    SET limits = excluded.limits, shown = excluded.shown, set_by = excluded.set_by, set_at = now()
+    RETURNING 1
+), woken AS (
+    SELECT pg_notify(CASE WHEN %(kind)s = 'job' THEN %(job_channel)s ELSE %(topic_channel)s END,
+                     %(queue)s) AS notified
+)
+INSERT INTO {audit} (actor, action, kind, queue, filter, count)
+SELECT %(actor)s, 'set limits', %(kind)s, %(queue)s,
+       coalesce((SELECT shown FROM old), 'declared') || ' -> ' || %(shown)s, 1
+WHERE (SELECT count(*) FROM woken) >= 0
+RETURNING filter;
+
+-- name: limits_set
+-- Every queue whose limits were set at run time: what, by whom, when.
+SELECT kind, queue, shown, set_by, set_at FROM {flow_set} ORDER BY kind, queue;

@@ -185,6 +185,12 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 (EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
  OR EXISTS (SELECT 1 FROM {paused} WHERE kind = 'app' AND queue = %(app)s))
 
+-- part: set_here
+-- Whether an operator set this queue's limits at run time ({flow_set}, migration 0018): they
+-- replace the declared ones in claim_limited (lim), and the plain claim takes nothing for such a
+-- queue but says so (overridden), so that the claim runs again limited. One primary-key probe.
+EXISTS (SELECT 1 FROM {flow_set} WHERE kind = %(kind)s AND queue = %(queue)s)
+
 -- name: claim
 -- Take up to %(limit)s due rows of one queue, skipping rows other workers hold. A row that
 -- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
@@ -256,7 +262,7 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
     ) AS due_now
-    WHERE NOT {paused_here}
+    WHERE NOT {paused_here} AND NOT {set_here}
     LIMIT %(limit)s
 ), ranked AS (
     SELECT id,
@@ -290,7 +296,9 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
            END AS due_in,
            set_config('synchronous_commit', 'off', true) AS relaxed
 )
-SELECT claimed.*, due.due_in FROM due LEFT JOIN claimed ON true;
+SELECT claimed.*, due.due_in, NULL::bigint AS held_concurrency, NULL::bigint AS held_rate,
+       {set_here} AS overridden
+FROM due LEFT JOIN claimed ON true;
 
 -- name: claim_lock
 -- The first statement of a limited claim's transaction (claim_limited is the second): claims of
@@ -308,7 +316,9 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(kind)s || ':' || %(queue)s, 29))
 -- burst + 1; none while tat is more than tau = burst spacings ahead).
 lim AS MATERIALIZED (
     SELECT l.n, l.job_type, l.fields, l.cap, l.per, l.bucket, l.spacing, l.tau
-    FROM json_to_recordset(%(limits)s::json)
+    FROM json_to_recordset(coalesce(
+             (SELECT f.limits FROM {flow_set} AS f WHERE f.kind = %(kind)s AND f.queue = %(queue)s),
+             %(limits)s::json))
          AS l(n int, job_type text, fields json, cap int, per float8, bucket text,
               spacing float8, tau float8)
 ), clock AS MATERIALIZED (
@@ -393,7 +403,8 @@ lim AS MATERIALIZED (
 -- admitted are taken round robin across keys (the first row of every key, then the second...),
 -- in claim order within a turn. Rows skipped are not touched: no attempt, no deferral. Each
 -- key's pace moves one spacing per start it made, in this statement (paced); the paces of keys
--- it did not touch whose time has passed are deleted (they say nothing).
+-- it did not touch whose time has passed are deleted (they say nothing). Limits an operator set
+-- at run time ({flow_set}) replace %(limits)s (overridden says so).
 --
 -- due_in (on a short claim): seconds until the next row may start: the next row scheduled for
 -- later; for a key with more rows waiting than room, when its pace allows the next start, or
@@ -476,7 +487,7 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
            END AS due_in,
            set_config('synchronous_commit', 'off', true) AS relaxed
 )
-SELECT claimed.*, due.due_in, held.held_concurrency, held.held_rate
+SELECT claimed.*, due.due_in, held.held_concurrency, held.held_rate, {set_here} AS overridden
 FROM due CROSS JOIN held LEFT JOIN claimed ON true;
 
 -- name: flow_held
