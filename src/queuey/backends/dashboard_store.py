@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Protocol
 
 from queuey.attempts import AttemptError
+from queuey.backends.workflow_ops import WorkflowInfo
 from queuey.limits import LimitSpec
 
 __all__ = [
@@ -371,6 +372,12 @@ class DashboardStore(Protocol):
 
     async def signed_out(self, session: str) -> bool:
         """Whether a session was revoked."""
+
+    async def workflow(self, job_id: str) -> WorkflowInfo | None:
+        """The workflow of job ``job_id`` step by step; ``None`` when it is not a step."""
+
+    async def workflow_of(self, job_id: str) -> str | None:
+        """The id of the workflow job ``job_id`` is a step of; ``None`` when none."""
 
     async def never_built(self, job_id: str) -> bool:
         """Whether a job is a workflow step whose input was never built."""

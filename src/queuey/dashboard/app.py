@@ -2,7 +2,8 @@
 endpoint (``publish_app(..., mounts=[dashboard_mount(...)])``) or served alone.
 
 Routes, relative to the mount: ``/`` overview, ``/jobs`` job lists, ``/jobs/{id}`` a job,
-``/topics`` and ``/topics/{topic}`` publications, ``/audit`` the audit log, ``/schedules`` and
+``/workflows/{id}`` a workflow (by its id or a step's job id) drawn as a graph, ``/topics``
+and ``/topics/{topic}`` publications, ``/audit`` the audit log, ``/schedules`` and
 ``/unique-keys`` (kept for features to come), ``/login``, ``/logout``, ``/actions/{action}``
 and ``/static/{file}``. With ``view`` private every path answers 404, as the publish endpoint
 does; a page asked for without a session sends the browser to ``/login``.
@@ -94,6 +95,7 @@ def dashboard_app(
         Route("/", pages.overview),
         Route("/jobs", pages.jobs),
         Route("/jobs/{job_id}", pages.job),
+        Route("/workflows/{workflow_id}", pages.workflow),
         Route("/topics", pages.topics),
         Route("/topics/{topic}", pages.topic),
         Route("/audit", pages.audit),

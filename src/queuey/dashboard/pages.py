@@ -22,6 +22,7 @@ from starlette.responses import Response
 from queuey.attempts import MAX_ATTEMPT_ERRORS
 from queuey.backends.dashboard_store import STATUSES, DashboardStore, JobFilter, TopicRow
 from queuey.dashboard.chart import throughput_svg
+from queuey.dashboard.graph import MAX_DRAWN, STATE_COLOURS, workflow_svg
 from queuey.dashboard.guard import Caller, Guard
 from queuey.dashboard.web import Templates, filter_query, job_filter, positive_int, pretty_json
 from queuey.errors import ConfigError
@@ -36,6 +37,8 @@ PAGE_SIZE = 50
 UNIQUE_KEYS_SHOWN = 200
 """The Unique keys page lists at most this many keys (in key order)."""
 TOPIC_ROWS = 200
+STEPS_LISTED = 500
+"""The workflow page lists at most this many steps (parents first)."""
 DONE_MESSAGES = {
     "retry": "Retried {n} job(s): back to pending, due now.",
     "discard": "Discarded {n} job(s).",
@@ -158,6 +161,29 @@ class Pages:
             result=None if detail.result is None else pretty_json(detail.result),
             fan_out=await self.store.fan_out(detail),
             max_attempt_errors=MAX_ATTEMPT_ERRORS,
+            workflow_id=await self.store.workflow_of(job_id),
+        )
+
+    async def workflow(self, request: Request) -> Response:
+        """A workflow (by its id or any step's job id): its steps as a graph, then listed."""
+        caller = await self.guard.caller(request)
+        try:
+            workflow_id = str(UUID(request.path_params["workflow_id"]))
+        except ValueError:
+            raise HTTPException(404, "no such workflow") from None
+        info = await self.store.workflow(workflow_id)
+        if info is None:
+            raise HTTPException(404, "no such workflow (its steps may have been pruned)")
+        drawn = len(info.steps) <= MAX_DRAWN
+        return self._page(
+            "workflow.html",
+            request,
+            caller,
+            info=info,
+            graph=workflow_svg(info.steps, self.templates.path) if drawn else None,
+            colours=STATE_COLOURS,
+            steps=info.steps[:STEPS_LISTED],
+            max_drawn=MAX_DRAWN,
         )
 
     async def topics(self, request: Request) -> Response:

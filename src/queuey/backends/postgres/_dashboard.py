@@ -41,6 +41,7 @@ from queuey.backends.postgres._errors import database_errors
 from queuey.backends.postgres._rows import attempt_errors
 from queuey.backends.postgres._sql import Statements, check_identifier, statement_texts
 from queuey.backends.postgres._store import Store
+from queuey.backends.postgres._workflow_ops import DashboardWorkflows
 from queuey.secrets import remember
 
 __all__ = ["OVERVIEW_BUDGET", "SCAN_BUDGET", "PgDashboardStore"]
@@ -77,7 +78,7 @@ def dashboard_names(schema: str, table: str) -> dict[str, sql.Composable]:
     return names
 
 
-class PgDashboardStore(FlowActions):
+class PgDashboardStore(FlowActions, DashboardWorkflows):
     """What the dashboard reads and does, on one queuey table (a ``DashboardStore``).
 
     Args:

@@ -4,14 +4,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from psycopg.rows import dict_row, tuple_row
+from psycopg import AsyncConnection
+from psycopg.rows import TupleRow, dict_row, tuple_row
+from psycopg_pool import AsyncConnectionPool
 
 from queuey._validation import check_int
 from queuey.backends.base import JobState
+from queuey.backends.postgres._errors import database_errors
 from queuey.backends.postgres._ids import parse_id
+from queuey.backends.postgres._sql import Statements
 from queuey.backends.postgres._store import Store
 from queuey.backends.workflow_ops import (
     WorkflowCancel,
@@ -22,7 +26,14 @@ from queuey.backends.workflow_ops import (
     workflow_state,
 )
 
-__all__ = ["WorkflowOpsMixin", "cancel_workflow", "workflow_info", "workflow_list"]
+__all__ = [
+    "DashboardWorkflows",
+    "WorkflowOpsMixin",
+    "cancel_workflow",
+    "info_of",
+    "workflow_info",
+    "workflow_list",
+]
 
 
 async def workflow_info(store: Store, workflow_id: str) -> WorkflowInfo | None:
@@ -32,11 +43,14 @@ async def workflow_info(store: Store, workflow_id: str) -> WorkflowInfo | None:
         ConfigError: ``workflow_id`` is not a UUID.
     """
     params = {"id": parse_id(workflow_id)}
-    rows = await store._fetch("workflow_steps", params, dict_row)
+    return info_of(await store._fetch("workflow_steps", params, dict_row))
+
+
+def info_of(rows: Sequence[dict[str, Any]]) -> WorkflowInfo | None:
+    """The rows of ``workflow_steps`` as a ``WorkflowInfo`` (``None`` for none)."""
     if not rows:
         return None
-    steps = tuple(_step(row) for row in rows)
-    return WorkflowInfo(str(rows[0]["workflow"]), steps)
+    return WorkflowInfo(str(rows[0]["workflow"]), tuple(_step(row) for row in rows))
 
 
 def _step(row: dict[str, Any]) -> WorkflowStep:
@@ -120,3 +134,44 @@ class WorkflowOpsMixin:
         """
         self._check_open()
         return await cancel_workflow(self._store, workflow_id, self.cancel_channel)
+
+
+class DashboardWorkflows:
+    """The dashboard's read of a workflow, for ``PgDashboardStore`` (its pool and the
+    statements of ``queries.sql`` it holds)."""
+
+    _pool: AsyncConnectionPool[AsyncConnection[TupleRow]]
+    _checks: Statements
+    open: Callable[[], Awaitable[None]]
+
+    async def workflow(self, job_id: str) -> WorkflowInfo | None:
+        """The workflow of job ``job_id`` (a UUID string; or a workflow id) step by step;
+        ``None`` when the job is not a workflow step.
+
+        Raises:
+            ConfigError: ``job_id`` is not a UUID.
+            BackendError: the database failed.
+        """
+        params = {"id": parse_id(job_id)}
+        await self.open()
+        with database_errors():
+            async with self._pool.connection() as conn:
+                cursor = conn.cursor(row_factory=dict_row)
+                await cursor.execute(self._checks["workflow_steps"], params)
+                return info_of(await cursor.fetchall())
+
+    async def workflow_of(self, job_id: str) -> str | None:
+        """The id of the workflow job ``job_id`` (a UUID string) is a step of; ``None`` when
+        it is none's (or there is no such job).
+
+        Raises:
+            ConfigError: ``job_id`` is not a UUID.
+            BackendError: the database failed.
+        """
+        params = {"id": parse_id(job_id)}
+        await self.open()
+        with database_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(self._checks["workflow_of"], params)
+                row = await cursor.fetchone()
+                return None if row is None or row[0] is None else str(row[0])

@@ -1385,3 +1385,7 @@ SELECT count(*) FILTER (WHERE was <> 'running')::int AS cancelled,
        count(*) FILTER (WHERE was = 'running')::int AS requested
 FROM cancelled
 WHERE (SELECT count(*) FROM told) >= 0;
+
+-- name: workflow_of
+-- The workflow job %(id)s is a step of (NULL: none; no row: no such job).
+SELECT workflow::text FROM {table} WHERE id = %(id)s::uuid;
