@@ -52,9 +52,11 @@ from queuey.backends.workflow_ops import (
     WorkflowSummary,
 )
 from queuey.errors import ConfigError
+from queuey.fan_out import FanOut
 from queuey.jobs import Job
 
 __all__ = [
+    "FanOut",
     "Group",
     "StepFailed",
     "Workflow",
@@ -71,6 +73,7 @@ __all__ = [
 
 A = TypeVar("A")
 B = TypeVar("B")
+R = TypeVar("R")
 C = TypeVar("C")
 D = TypeVar("D")
 T = TypeVar("T")
@@ -144,6 +147,35 @@ class Workflow(Generic[T]):
         """
         job_class, name = step_builder(builder, "then")
         node = Node(_new_id(), job_class, None, name, False, (self.last.job_id,), "fail")
+        return Workflow((*self.nodes, node))
+
+    def then_each(
+        self: Workflow[FanOut[R]], builder: Callable[[list[R]], Job[Any, B]]
+    ) -> Workflow[B]:
+        """After a step that fans out (its result type ``FanOut[R]``): the step ``builder``
+        makes from the results of the jobs it added, in order, once all have succeeded; one
+        that fails for good fails the workflow.
+
+        Raises:
+            ConfigError: ``builder`` is not a classmethod of a job class.
+        """
+        return self._each(builder, "fail")
+
+    def then_each_partial(
+        self: Workflow[FanOut[R]], builder: Callable[[list[R | StepFailed]], Job[Any, B]]
+    ) -> Workflow[B]:
+        """As ``then_each``, run whatever happens: a ``StepFailed`` in place of each added job
+        that failed for good.
+
+        Raises:
+            ConfigError: ``builder`` is not a classmethod of a job class.
+        """
+        return self._each(builder, "partial")
+
+    def _each(self, builder: object, policy: FailurePolicy) -> Workflow[Any]:
+        what = "then_each" if policy == "fail" else "then_each_partial"
+        job_class, name = step_builder(builder, what)
+        node = Node(_new_id(), job_class, None, name, True, (self.last.job_id,), policy)
         return Workflow((*self.nodes, node))
 
 

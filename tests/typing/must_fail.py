@@ -19,7 +19,7 @@ from queuey import (
     sync,
 )
 from queuey.batches import BatchProgress, batch
-from queuey.workflows import StepFailed, Workflow, chain, group
+from queuey.workflows import FanOut, StepFailed, Workflow, chain, group, start
 
 
 class Mine(QueueSet, prefix="mine"):
@@ -229,3 +229,21 @@ async def batches_are_typed() -> None:
     batch(MyJob(n=1)).on_success(Count.from_page)  # error: arg-type
     batch(MyJob(n=1), 3)  # error: arg-type
     await handle.add(MyJob(n=3), "x")  # error: arg-type
+
+
+class Split(Job[Mine, FanOut[int]], queue=Mine.work):
+    text: str
+
+
+async def fan_out_is_typed() -> None:
+    producer = await Producer.create(Mine, MemoryBackend())
+    flow = start(Split(text="a b")).then_each(Sum.from_counts)
+    assert_type(flow, Workflow[int])
+    assert_type(await producer.enqueue_workflow(flow), JobHandle[int])
+    start(Split(text="a b")).then_each_partial(Sum.from_some)
+    start(Split(text="a b")).then_each(Sum.from_some)  # error: arg-type
+    start(Split(text="a b")).then_each(Count.from_page)  # error: arg-type
+    start(Fetch(url="a")).then_each(Sum.from_counts)  # error: misc
+    ok: FanOut[int] = FanOut([Count(text="a")])
+    bad: FanOut[int] = FanOut([Fetch(url="a")])  # error: list-item
+    print(ok, bad)

@@ -72,7 +72,16 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "postgres": (("backends.postgres", "backends.postgres.*"), ("vocabulary", "contract")),
     "rabbitmq": (("backends.rabbitmq", "backends.rabbitmq.*"), ("vocabulary", "contract")),
     "runtime": (
-        ("_runtime", "_runtime.*", "producer", "worker", "results", "workflows", "batches"),
+        (
+            "_runtime",
+            "_runtime.*",
+            "producer",
+            "worker",
+            "results",
+            "workflows",
+            "batches",
+            "fan_out",
+        ),
         ("vocabulary", "contract"),
     ),
     "faces": (("topics", "topics.*"), ("vocabulary", "contract", "runtime")),

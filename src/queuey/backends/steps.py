@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from queuey.errors import NotSupportedError
 
 __all__ = [
+    "FAN_OUT_KEY",
     "FailurePolicy",
     "StepEdge",
     "StepRow",
@@ -21,6 +22,12 @@ __all__ = [
     "WorkflowBackend",
     "workflows_refused",
 ]
+
+FAN_OUT_KEY = "__queuey_fan_out__"
+"""The key of a fan-out result (``queuey.fan_out.FanOut``): a list of ``{"id", "job_type",
+"queue", "payload"}``, the jobs the completing step adds to its workflow. The statement (or
+step) that records the result inserts them, due now, and rewires each step after the
+completing one to wait for them instead, their results in order in place of its own."""
 
 FailurePolicy = Literal["fail", "partial"]
 """What a failed parent does to its child: ``fail`` fails the whole workflow (every step still

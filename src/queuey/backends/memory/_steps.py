@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from queuey.backends.base import JobState
-from queuey.backends.steps import StepEdge, StepRow
+from queuey.backends.steps import FAN_OUT_KEY, StepEdge, StepRow
 
 __all__ = ["Released", "Steps"]
 
@@ -52,7 +52,7 @@ class Steps:
         self, job_id: str, state: JobState, result: str | None, error: str | None
     ) -> None:
         """Job ``job_id`` ended in ``state``: ``on_end`` when steps wait for it."""
-        if self.on_end is not None and job_id in self._children:
+        if self.on_end is not None and (job_id in self._children or _fan_out(result)):
             self.on_end(job_id, state, result, error)
 
     def feeds(self, job_id: str) -> bool:
@@ -80,11 +80,39 @@ class Steps:
         released = Released([], [])
         if error is None:
             value = None if result is None else json.loads(result)
+            spawned = _fan_out(result)
+            if spawned is not None:
+                self._spawn(job_id, spawned, released)
+                return released
             for edge in self._children.pop(job_id, []):
                 self._feed(edge, value, released)
             return released
         self._fail(job_id, job_id, error, released)
         return released
+
+    def _spawn(self, job_id: str, spawned: list[dict[str, Any]], released: Released) -> None:
+        """Step ``job_id`` fanned out (as ``ack_results`` does): its ``spawned`` jobs are due
+        now in its workflow, and each step after it waits for them instead, their results in
+        order in place of its own."""
+        rows = [
+            StepRow(s["id"], s["queue"], s["job_type"], 0, s["payload"], 0, 0, None)
+            for s in spawned
+        ]
+        flow = self.flow_of.get(job_id)
+        if flow is not None:
+            self.flows[flow].extend(rows)
+            self.flow_of.update((row.job_id, flow) for row in rows)
+        released.due.extend((row, row.payload) for row in rows)
+        for edge in self._children.pop(job_id, []):
+            child = self._waiting.get(edge.child)
+            if child is None:
+                continue
+            child.left += len(rows) - 1
+            for at, row in enumerate(rows):
+                spawned_edge = StepEdge(row.job_id, edge.child, at, edge.policy)
+                self._children.setdefault(row.job_id, []).append(spawned_edge)
+            if child.left == 0:  # fanned out to no job: its successor runs with none
+                self._release(edge.child, child, released)
 
     def _fail(self, job_id: str, cause: str, error: str, released: Released) -> None:
         """``job_id`` will never succeed (``cause`` failed with ``error``)."""
@@ -107,7 +135,19 @@ class Steps:
         child.inputs[edge.position] = value
         child.left -= 1
         if child.left == 0:
-            del self._waiting[edge.child]
-            inputs = [child.inputs[at] for at in sorted(child.inputs)]
-            payload = {"__queuey_step__": {**(child.row.step or {}), "inputs": inputs}}
-            released.due.append((child.row, payload))
+            self._release(edge.child, child, released)
+
+    def _release(self, job_id: str, child: _Waiting, released: Released) -> None:
+        del self._waiting[job_id]
+        inputs = [child.inputs[at] for at in sorted(child.inputs)]
+        payload = {"__queuey_step__": {**(child.row.step or {}), "inputs": inputs}}
+        released.due.append((child.row, payload))
+
+
+def _fan_out(result: str | None) -> list[dict[str, Any]] | None:
+    """The jobs a fan-out result (``queuey.fan_out``) adds, else ``None``."""
+    if result is None or FAN_OUT_KEY not in result:
+        return None
+    value = json.loads(result)
+    found = value.get(FAN_OUT_KEY) if isinstance(value, dict) else None
+    return found if isinstance(found, list) else None

@@ -566,17 +566,46 @@ WITH acked AS (
     FROM acked
     WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
       AND m.attempts = acked.attempts AND m.cancel_requested_at IS NULL
-    RETURNING m.id, m.queue, m.unique_states, m.result::jsonb AS result, m.batch,
+    RETURNING m.id, m.queue, m.unique_states, m.result::jsonb AS result, m.batch, m.workflow,
               pg_notify(%(results_channel)s, m.id::text) AS told
 ), woke AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM done WHERE unique_states & 30 = 18) AS q
+), fanned AS (
+    -- Dynamic fan-out (queuey.fan_out): a result whose key __queuey_fan_out__ lists jobs (id,
+    -- job_type, queue, payload) adds those jobs to the row's workflow, due now, in this
+    -- statement; each step after the row waits for them instead (their results at positions
+    -- 0.., in order).
+    SELECT done.id AS parent, done.workflow, f.n - 1 AS position, f.step
+    FROM done,
+         jsonb_array_elements(done.result -> '__queuey_fan_out__') WITH ORDINALITY AS f(step, n)
+    WHERE jsonb_typeof(done.result -> '__queuey_fan_out__') = 'array'
+), spawned AS (
+    INSERT INTO {table} (id, kind, queue, job_type, status, payload, enqueued_at_ms, workflow)
+    SELECT (f.step ->> 'id')::uuid, 'job', f.step ->> 'queue', f.step ->> 'job_type', 'pending',
+           (f.step -> 'payload')::json, (extract(epoch FROM now()) * 1000)::bigint, f.workflow
+    FROM fanned AS f
+    ORDER BY f.parent, f.position
+    RETURNING queue
+), rewired AS (
+    INSERT INTO {workflow_edges} (parent, child, position, policy)
+    SELECT (f.step ->> 'id')::uuid, e.child, f.position, e.policy
+    FROM fanned AS f JOIN {workflow_edges} AS e ON e.parent = f.parent
 ), fed AS (
     -- Workflow steps (migration 0014): each child of a row completed here gets the row's
     -- result at its position and one parent less, in this statement; at zero it is released.
-    SELECT e.child, count(*)::int AS n,
-           jsonb_object_agg(e.position::text, coalesce(done.result, 'null'::jsonb)) AS inputs
-    FROM done JOIN {workflow_edges} AS e ON e.parent = done.id
+    -- A row that fanned out to k jobs gives no result: its child waits for k - 1 more.
+    SELECT e.child,
+           sum(CASE WHEN d.fan THEN 1 - jsonb_array_length(done.result -> '__queuey_fan_out__')
+                    ELSE 1 END)::int AS n,
+           coalesce(jsonb_object_agg(e.position::text, coalesce(done.result, 'null'::jsonb))
+                    FILTER (WHERE NOT d.fan), '{{}}'::jsonb) AS inputs,
+           jsonb_path_query_array(jsonb_agg(done.result -> '__queuey_fan_out__')
+                                  FILTER (WHERE d.fan), '$[*][*].id') AS spawned
+    FROM done
+    CROSS JOIN LATERAL (SELECT coalesce(jsonb_typeof(done.result -> '__queuey_fan_out__')
+                                        = 'array', false) AS fan) AS d
+    JOIN {workflow_edges} AS e ON e.parent = done.id
     GROUP BY e.child
 ), unlinked AS (
     DELETE FROM {workflow_edges} AS e USING done WHERE e.parent = done.id
@@ -586,6 +615,8 @@ WITH acked AS (
         inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
         status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
         available_at = now(),
+        step = CASE WHEN fed.spawned IS NULL THEN c.step
+                    ELSE c.step || jsonb_build_object('parents', fed.spawned) END,
         payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
             '__queuey_step__', c.step || jsonb_build_object('inputs', (
                 SELECT jsonb_agg(x.value ORDER BY x.key::int)
@@ -595,7 +626,8 @@ WITH acked AS (
     RETURNING c.queue, c.status
 ), ready AS (
     SELECT pg_notify(%(channel)s, q.queue)
-    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
+    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending'
+          UNION SELECT queue FROM spawned) AS q
 ), batch_ended AS (
     SELECT batch, true AS ok FROM done
 ), {batch_release}, {batch_wake}
