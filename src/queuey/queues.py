@@ -59,6 +59,8 @@ class QueueConfig:
             are claimed only while every limit that applies to them has room.
         app: the topic app (its ``[queues] prefix``) a topic queue belongs to: pausing the
             app pauses the queue; ``None`` for a job queue.
+        priority_aging: seconds a due row waits per priority level it gains when claims
+            order rows (``None``: strict priority); see ``Queue``.
     """
 
     name: str
@@ -71,6 +73,7 @@ class QueueConfig:
     job_types: tuple[str, ...] | None = None
     limits: tuple[LimitSpec, ...] = ()
     app: str | None = None
+    priority_aging: float | None = None
 
     @property
     def top_priority(self) -> int:
@@ -91,6 +94,13 @@ class Queue:
         max_priority: top priority level, 0..255 (default 10; 0 = not a priority queue).
         limits: flow limits of the whole queue (``Concurrency``, ``RateLimit``; a job
             class declares its own with its ``limits=`` keyword).
+        priority_aging: a duration (``"10s"``): a due job gains one priority level per this
+            much waiting, up to ``max_priority``, so a steady stream of high-priority jobs
+            cannot starve a low one: a job of priority ``p`` starts at most
+            ``(max_priority - p) * priority_aging`` after it fell due, plus the time the
+            top-priority jobs due before it take. ``None`` (default): strict priority. Needs
+            ``max_priority`` > 0; on a queue with flow limits the limits' order is kept (rows
+            are considered by strict priority).
 
     Options are validated when the enclosing ``QueueSet`` class is created; an unknown option,
     a value of the wrong type (``durable="no"``, ``prefetch=1.5``) or out of range, an invalid
@@ -108,6 +118,7 @@ class Queue:
         message_ttl: Duration | None = None,
         max_priority: int = DEFAULT_MAX_PRIORITY,
         limits: list[FlowLimit] | tuple[FlowLimit, ...] = (),
+        priority_aging: Duration | None = None,
         **unknown: Never,
     ) -> None:
         self._options: dict[str, Any] = {
@@ -118,6 +129,7 @@ class Queue:
             "message_ttl": message_ttl,
             "max_priority": max_priority,
             "limits": limits,
+            "priority_aging": priority_aging,
         }
         self._unknown = sorted(unknown)
         self.attribute = ""
@@ -170,15 +182,21 @@ def _resolve(site: Site, attribute: str, prefix: str | None, opts: dict[str, Any
     retry = opts["retry"]
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise site.error("retry", f"expected a RetryPolicy, got {shown(retry)}")
-    ttl = opts["message_ttl"]
+    ttl, aging = opts["message_ttl"], opts["priority_aging"]
+    top = check_int(opts["max_priority"], "max_priority", low=0, high=255, site=site)
+    if aging is not None:
+        aging = parse_duration(aging, site.name("priority_aging")).total_seconds()
+        if top == 0:
+            raise site.error("priority_aging", "needs a priority queue (max_priority > 0)")
     return QueueConfig(
         name=name,
         prefetch=check_int(opts["prefetch"], "prefetch", low=1, high=65535, site=site),
         retry=None if retry is None else retry.check(site),
         durable=check_bool(opts["durable"], "durable", site=site),
         message_ttl=None if ttl is None else parse_duration(ttl, site.name("message_ttl")),
-        max_priority=check_int(opts["max_priority"], "max_priority", low=0, high=255, site=site),
+        max_priority=top,
         limits=resolve_limits(site, opts["limits"]),
+        priority_aging=aging,
     )
 
 

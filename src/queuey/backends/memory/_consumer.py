@@ -20,7 +20,7 @@ from queuey._waits import first_of
 from queuey.attempts import AttemptError
 from queuey.backends.base import Delivery
 from queuey.backends.memory._flow import Holds
-from queuey.backends.memory._store import QueueState, Store, now
+from queuey.backends.memory._store import Pending, QueueState, Store, now
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, NotSupportedError
 from queuey.limits import LimitSpec, ThrottleTally
@@ -267,6 +267,9 @@ class MemoryConsumer:
         soonest: float | None = None  # when a job held back by a rate window may start
         held = {"concurrency": 0, "rate": 0}
         limits = self._in_force()
+        aging = self._queue.config.priority_aging
+        if aging is not None and not limits:  # as PostgreSQL: limits keep strict priority
+            pending.sort(key=partial(_rank, aging, self._queue.config.max_priority, now()))
         while index < len(pending):
             item = pending[index]
             if item.expires_at is not None and now() > item.expires_at:
@@ -314,3 +317,10 @@ class MemoryConsumer:
         self._queue.changed.clear()
         self._wake.clear()
         await first_of(self._queue.changed.wait(), self._wake.wait())
+
+
+def _rank(aging: float, top: int, t: float, item: Pending) -> tuple[int, float]:
+    """The sort key of a pending envelope under priority aging (first first): its priority
+    plus one per ``aging`` seconds due, at most ``top`` (highest first), then since when it is
+    due (a stable sort keeps the insertion order of equal times), as PostgreSQL's claim_aged."""
+    return -min(item.envelope.priority + int((t - item.since) // aging), top), item.since

@@ -3,8 +3,7 @@ consumers and their deliveries (and by every copy of a backend). Per queue, keye
 name): the pending envelopes in delivery order, counters of those waiting on a timer, and the
 acknowledged and dead-lettered ones. Timers run on the event loop's clock (``call_later``): a
 virtual-time loop lets delays pass in no wall time. An envelope goes behind every pending one of
-equal or higher priority, ahead of the rest. Per job id, the latest state (``jobs``) answers
-``MemoryBackend.job``."""
+equal or higher priority, ahead of the rest. Per job id, the latest state answers ``job``."""
 
 from __future__ import annotations
 
@@ -46,10 +45,11 @@ def now() -> float:
 
 @dataclass
 class Pending:
-    """An envelope waiting to be handed out, and when it expires (loop time), if ever."""
+    """An envelope waiting to be handed out, when it expires, since when it is due (loop)."""
 
     envelope: Envelope
     expires_at: float | None
+    since: float = field(default_factory=now)
 
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"

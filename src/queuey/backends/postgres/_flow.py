@@ -66,6 +66,16 @@ class FlowClaims:
         """Whether the next claim of ``config``'s queue runs ``claim_limited``."""
         return bool(config.limits) or (config.kind, config.name) in self._set
 
+    def statement(self, config: QueueConfig) -> tuple[str, dict[str, Any]]:
+        """The statement the next claim of ``config``'s queue runs, and the parameters it
+        adds: ``claim_limited`` (flow limits, declared or set), ``claim_aged`` (priority
+        aging, no limits) or the plain ``claim``."""
+        if self.limited(config):
+            return "claim_limited", limited_claim(config.limits)
+        if config.priority_aging is not None:
+            return "claim_aged", {"aging": config.priority_aging, "top": config.max_priority}
+        return "claim", {}
+
     def saw(self, config: QueueConfig, held: FlowHeld, limited: bool) -> bool:
         """Learn from a claim of ``config``'s queue (``limited``: ``claim_limited`` ran) what
         it reported (``held``); true when the plain claim met limits set at run time (it took

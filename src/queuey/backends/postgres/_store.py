@@ -363,15 +363,15 @@ class Store:
 
     async def claim(self, config: QueueConfig, limit: int) -> Claimed:
         """``claim``: take up to ``limit`` due rows of ``config``'s queue (of its job types) for
-        ``lease`` seconds; returned in claim order (priority, due time, insertion). A short
+        ``lease`` seconds; returned in claim order (priority, aged when the queue ages
+        priorities, due time, insertion). A short
         claim also tells, in the same round trip, when the queue's next row falls due."""
         params: dict[str, Any] = {"kind": config.kind, "queue": config.name, "app": config.app}
         params |= {"limit": limit, "owner": self.owner, "lease": self.lease}
         params["job_types"] = _job_types(config)
-        name, first, limited = "claim", None, self.flow.limited(config)
-        if limited:  # a queue without limits runs the plain claim, untouched
-            params.update(limited_claim(config.limits))
-            name, first = "claim_limited", self.statements["claim_lock"]
+        name, extra = self.flow.statement(config)  # claim, claim_aged or claim_limited
+        limited, params = name == "claim_limited", params | extra
+        first = self.statements["claim_lock"] if limited else None
         rows, _ = await self._run(
             self.statements[name], params, claim_rows(config), BACKGROUND_TIMEOUT,
             claim=True, first=first,

@@ -300,6 +300,85 @@ SELECT claimed.*, due.due_in, NULL::bigint AS held_concurrency, NULL::bigint AS 
        {set_here} AS overridden
 FROM due LEFT JOIN claimed ON true;
 
+-- name: claim_aged
+-- The claim of a queue with priority aging (Queue(priority_aging=...)) and no flow limits: as
+-- claim, but a due row's rank is its priority plus one per %(aging)s seconds it has been due,
+-- at most %(top)s (the queue's max_priority), and rows are taken by rank, then due time, then
+-- insertion. Within one priority the oldest row ranks highest, so the first %(limit)s due rows
+-- of each priority present (the same index ranges as claim's, each locked) hold the
+-- %(limit)s best ranked; those not taken are unlocked when the statement commits.
+WITH RECURSIVE priorities (priority, available_at, seq) AS (
+    (SELECT priority, available_at, seq FROM {table}
+     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+     ORDER BY priority DESC, available_at, seq LIMIT 1)
+    UNION ALL
+    SELECT first.* FROM priorities AS p
+    CROSS JOIN LATERAL (
+        SELECT t.priority, t.available_at, t.seq FROM {table} AS t
+        WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+          AND t.priority < p.priority
+        ORDER BY t.priority DESC, t.available_at, t.seq LIMIT 1
+    ) AS first
+), picked AS (
+    SELECT due_now.* FROM priorities AS p
+    CROSS JOIN LATERAL (
+        SELECT id, redeliveries, priority, available_at, seq FROM {table}
+        WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+          AND priority = p.priority AND available_at <= now()
+          AND (available_at, seq) >= (p.available_at, p.seq)
+          AND (expires_at IS NULL OR expires_at > now())
+          AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+          AND (unique_states & 30 <> 18
+               OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
+                              WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
+        ORDER BY available_at, seq
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS due_now
+    WHERE NOT {paused_here} AND NOT {set_here}
+), aged AS (
+    SELECT c.*,
+           least(c.priority + floor(greatest(extract(epoch FROM now() - c.available_at), 0)
+                                    / %(aging)s::float8), %(top)s::int)::int AS rank
+    FROM picked AS c
+    ORDER BY rank DESC, c.available_at, c.seq
+    LIMIT %(limit)s
+), ranked AS (
+    SELECT id,
+           row_number() OVER w AS position,
+           count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
+    FROM aged
+    WINDOW w AS (ORDER BY rank DESC, available_at, seq)
+), claimed AS (
+    UPDATE {table} AS m
+    SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
+        claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8),
+        unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL
+                          WHEN m.unique_states & 30 = 18 THEN m.unique_key || '#running'
+                          ELSE m.unique_key END
+    FROM ranked
+    WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
+    RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority,
+              m.payload::text AS payload, nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
+              ranked.position, m.redeliveries,
+              greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
+), due AS (
+    SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
+                 AND NOT {paused_here}
+           THEN (SELECT extract(epoch FROM min(
+                    (SELECT t.available_at FROM {table} AS t
+                     WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+                       AND t.priority = p.priority AND t.available_at > now()
+                       AND (%(job_types)s::text[] IS NULL OR t.job_type = ANY(%(job_types)s::text[]))
+                     ORDER BY t.available_at LIMIT 1)) - now())::float8
+                 FROM priorities AS p)
+           END AS due_in,
+           set_config('synchronous_commit', 'off', true) AS relaxed
+)
+SELECT claimed.*, due.due_in, NULL::bigint AS held_concurrency, NULL::bigint AS held_rate,
+       {set_here} AS overridden
+FROM due LEFT JOIN claimed ON true;
+
 -- name: claim_lock
 -- The first statement of a limited claim's transaction (claim_limited is the second): claims of
 -- one limited queue take turns, across every process, so each one counts what the claims before
