@@ -12,7 +12,16 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from queuey import Job, JobContext, Producer, Queue, QueueSet, RetryPolicy, Worker
+from queuey import (
+    Job,
+    JobContext,
+    Producer,
+    Queue,
+    QueueSet,
+    RetryPolicy,
+    UnknownBatchError,
+    Worker,
+)
 from queuey.backends.postgres import PostgresBackend
 from queuey.batches import BatchProgress, batch
 from queuey.cli import main
@@ -122,3 +131,29 @@ async def test_workflows_batch_shows_progress(database_url: str, pg_schema: str)
         CliRunner().invoke, main, ["workflows", "batch", str(uuid.uuid4()), *target]
     )
     assert missing.exit_code == 1 and "no batch with id" in missing.output
+
+
+async def test_the_sweep_deletes_a_batch_that_ended_longer_ago_than_retain(
+    database_url: str, pg_schema: str
+) -> None:
+    async with PostgresBackend(
+        database_url, schema=pg_schema, retain="1s", poll_interval="200ms"
+    ) as backend:
+        producer = await Producer.create(Race, backend)
+        ended = await producer.enqueue_batch(batch(Member(n=2)))
+        assert await producer.cancel(ended.job_ids[0]) == "cancelled"
+        assert (await ended.progress()).ended
+        worker = _worker(backend, [], [])  # its sweeps prune
+        running = asyncio.create_task(worker.run())
+        try:
+            deadline = asyncio.get_running_loop().time() + 20
+            while True:
+                try:
+                    await ended.progress()
+                except UnknownBatchError:
+                    break
+                assert asyncio.get_running_loop().time() < deadline, "the ended batch was kept"
+                await asyncio.sleep(0.2)
+        finally:
+            worker.shutdown()
+            await running

@@ -1136,7 +1136,14 @@ SET status = 'failed', error = 'expired', processed_at = now(),
 WHERE status = 'pending' AND expires_at <= now();
 
 -- name: prune
--- Retention: delete up to %(limit)s done rows older than %(retain)s seconds.
+-- Retention: delete up to %(limit)s done rows older than %(retain)s seconds, and up to as many
+-- batches (migration 0017) that ended that long ago (their counts go with them).
+WITH batches_gone AS (
+    DELETE FROM {batches}
+    WHERE id IN (SELECT id FROM {batches}
+                 WHERE ended_at < now() - make_interval(secs => %(retain)s::float8)
+                 LIMIT %(limit)s)
+)
 DELETE FROM {table}
 WHERE id IN (SELECT id FROM {table}
              WHERE status = 'done' AND processed_at < now() - make_interval(secs => %(retain)s::float8)
