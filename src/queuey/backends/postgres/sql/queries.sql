@@ -1052,14 +1052,38 @@ SELECT (status = 'running' AND claimed_by = %(owner)s AND attempts = %(attempts)
        cancel_requested_at IS NOT NULL AS cancel_requested
 FROM {table} WHERE id = %(id)s::uuid;
 
+-- part: held_rows
+-- The rows of %(ids)s this owner still runs (held), and those of them no other transaction
+-- has locked (free), locked here in id order. The heartbeat never waits for a row lock: a row
+-- being settled, cancelled or completed in a handler's transaction right now is skipped (its
+-- lease is renewed at the next beat, and it is still reported held), so one locked row never
+-- holds back the renewal of the others, and the heartbeat cannot deadlock with an ack that
+-- locks the same rows in another order. Pasted into extend and extend_progress.
+held AS (
+    SELECT id, cancel_requested_at IS NOT NULL AS cancel_requested FROM {table}
+    WHERE id = ANY(%(ids)s::uuid[]) AND status = 'running' AND claimed_by = %(owner)s
+), free AS (
+    SELECT id FROM {table}
+    WHERE id IN (SELECT id FROM held) AND status = 'running' AND claimed_by = %(owner)s
+    ORDER BY id
+    FOR NO KEY UPDATE SKIP LOCKED
+)
+
 -- name: extend
--- Heartbeat: push the lease of rows this owner still runs; returns them, each with whether its
--- cancel was asked for (a notification may have been missed), so a held row that is missing is no
--- longer this owner's (its lease was lost: reclaimed after a stall).
-UPDATE {table}
-SET lease_until = now() + make_interval(secs => %(lease)s::float8)
-WHERE id = ANY(%(ids)s::uuid[]) AND status = 'running' AND claimed_by = %(owner)s
-RETURNING id::text AS id, cancel_requested_at IS NOT NULL AS cancel_requested;
+-- Heartbeat: push the lease of rows this owner still runs (held_rows: the free ones now);
+-- returns them, each with whether its cancel was asked for (a notification may have been
+-- missed), so a held row that is missing is no longer this owner's (its lease was lost:
+-- reclaimed after a stall).
+WITH {held_rows}, extended AS (
+    UPDATE {table} AS m
+    SET lease_until = now() + make_interval(secs => %(lease)s::float8)
+    FROM free
+    WHERE m.id = free.id AND m.status = 'running' AND m.claimed_by = %(owner)s
+    RETURNING m.id, m.cancel_requested_at IS NOT NULL AS cancel_requested
+)
+SELECT id::text AS id, cancel_requested FROM extended
+UNION ALL
+SELECT id::text, cancel_requested FROM held WHERE id NOT IN (SELECT id FROM free);
 
 -- name: extend_progress
 -- The heartbeat of extend, carrying the last progress the handlers of some of the rows reported
@@ -1067,13 +1091,18 @@ RETURNING id::text AS id, cancel_requested_at IS NOT NULL AS cancel_requested;
 -- trip of its own. Returns what extend returns.
 WITH reported AS (
     SELECT * FROM unnest(%(progress_ids)s::uuid[], %(progress)s::text[]) AS r(id, progress)
+), {held_rows}, extended AS (
+    UPDATE {table} AS m
+    SET lease_until = now() + make_interval(secs => %(lease)s::float8),
+        progress = coalesce((SELECT r.progress::jsonb FROM reported AS r WHERE r.id = m.id),
+                            m.progress)
+    FROM free
+    WHERE m.id = free.id AND m.status = 'running' AND m.claimed_by = %(owner)s
+    RETURNING m.id, m.cancel_requested_at IS NOT NULL AS cancel_requested
 )
-UPDATE {table} AS m
-SET lease_until = now() + make_interval(secs => %(lease)s::float8),
-    progress = coalesce((SELECT r.progress::jsonb FROM reported AS r WHERE r.id = m.id),
-                        m.progress)
-WHERE m.id = ANY(%(ids)s::uuid[]) AND m.status = 'running' AND m.claimed_by = %(owner)s
-RETURNING m.id::text AS id, m.cancel_requested_at IS NOT NULL AS cancel_requested;
+SELECT id::text AS id, cancel_requested FROM extended
+UNION ALL
+SELECT id::text, cancel_requested FROM held WHERE id NOT IN (SELECT id FROM free);
 
 -- name: reclaim
 -- Rows whose lease expired go back to pending (a redelivery, not a handler failure), or to
