@@ -17,7 +17,6 @@ plain ``publish``, exactly as before.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
@@ -26,8 +25,7 @@ from typing import Any, TypeVar, cast, overload
 
 from pydantic import TypeAdapter
 
-from queuey._payload import job_payload
-from queuey._runtime.producer_base import ProducerBase, sending_for
+from queuey._runtime.producer_base import ProducerBase, sending_for, workflow_sending
 from queuey.backends.base import (
     Backend,
     CancelResult,
@@ -36,7 +34,7 @@ from queuey.backends.base import (
     ResultBackend,
     UniqueBackend,
 )
-from queuey.backends.steps import WorkflowBackend, workflows_refused
+from queuey.backends.steps import WORKFLOW_HEADER, WorkflowBackend, workflows_refused
 from queuey.backends.workflow_ops import WorkflowCancel, WorkflowInfo, WorkflowOps
 from queuey.batches import BatchProducing
 from queuey.durations import Duration
@@ -46,7 +44,7 @@ from queuey.jobs import Job, NoResult, Q, unique_key_of
 from queuey.queues import QueueSet
 from queuey.results import JobHandle, await_result
 from queuey.unique import EnqueueResult, UniqueKey
-from queuey.workflows import Workflow, step_rows
+from queuey.workflows import Workflow
 
 __all__ = ["Producer", "unique_backend", "unique_jobs"]
 
@@ -293,15 +291,11 @@ class Producer(ProducerBase[Q], BatchProducing):
         """
         if not isinstance(self.backend, WorkflowBackend):
             raise workflows_refused(self.backend)
-        target = self._target
-        rows, edges = step_rows(
-            flow,
-            lambda cls: (target(cls)[0], target(cls)[1].name),
-            job_payload,
-            time.time_ns() // 1_000_000,
-        )
         workflow_id = str(uuid.uuid4())
-        await self.backend.start_workflow(workflow_id, rows, edges)
+        headers = {WORKFLOW_HEADER: workflow_id}
+        with workflow_sending(self.sending, workflow_id, len(flow.nodes), headers):
+            rows, edges = self._workflow_rows(flow, headers)
+            await self.backend.start_workflow(workflow_id, rows, edges)
         adapter = flow.last.job_class.__queuey_result__ or _adapter(Any)
         handle = JobHandle(flow.last.job_id, self.backend, adapter)
         handle.workflow_id = workflow_id

@@ -272,9 +272,11 @@ def step_rows(
     target: Callable[[type[Job[Any, Any]]], tuple[str, str]],
     payload: Callable[[Job[Any, Any], str], Any],
     now_ms: int,
+    headers: dict[str, str] | None = None,
 ) -> tuple[list[StepRow], list[StepEdge]]:
     """``flow``'s steps and edges as the backend stores them; ``target`` gives a job class's
-    ``(job name, queue name)``, ``payload`` a root job's JSON fields.
+    ``(job name, queue name)``, ``payload`` a root job's JSON fields; every step carries a
+    copy of ``headers``.
 
     Raises:
         ConfigError: a step appears twice in ``flow``, or a step that feeds another declares
@@ -301,7 +303,10 @@ def step_rows(
         step = None
         if node.builder is not None:
             step = {"builder": node.builder, "many": node.many, "parents": list(node.parents)}
-        rows.append(StepRow(node.job_id, queue, name, 0, body, now_ms, len(node.parents), step))
+        parents = len(node.parents)
+        rows.append(
+            StepRow(node.job_id, queue, name, 0, body, now_ms, parents, step, dict(headers or {}))
+        )
         edges += [StepEdge(p, node.job_id, at, node.policy) for at, p in enumerate(node.parents)]
     return rows, edges
 

@@ -10,6 +10,9 @@ Names follow Prometheus conventions (``_total`` counters, ``_seconds`` units):
 - ``queuey_jobs_total{queue,outcome}``: recorded outcomes (``succeeded``, ``retried``,
   ``deferred``, ``dead``, ``cancelled``, ``lease_lost``) and ``settle_failure`` (an outcome the
   backend could not record).
+- ``queuey_workflow_steps_total{queue,outcome}``: the same outcomes, of workflow steps only
+  (a run whose envelope has the ``queuey-workflow`` header). No label names the workflow: a
+  workflow id per series would grow without bound; trace a workflow by its id instead.
 - ``queuey_job_duration_seconds{queue}``: how long a run took (histogram).
 - ``queuey_job_lag_seconds{queue}``: from when a job was due to when it was handed to the
   worker (histogram; PostgreSQL and memory, which know the due time).
@@ -36,6 +39,7 @@ from queuey._outcome import Outcome, OutcomeKind
 from queuey._runtime.middleware import CallNext, Middleware
 from queuey._validation import check_float
 from queuey.backends.base import Delivery, DepthBackend, QueueDepth
+from queuey.backends.steps import WORKFLOW_HEADER
 from queuey.errors import BackendError, ConfigError
 from queuey.limits import ThrottleBackend, Throttled
 
@@ -130,6 +134,12 @@ class Metrics:
             ["queue", "limit"],
             registry=where,
         )
+        self.steps = Counter(
+            "queuey_workflow_steps",
+            "Outcomes recorded for workflow steps, per queue and outcome.",
+            ["queue", "outcome"],
+            registry=where,
+        )
         self._throttled_seen: dict[tuple[str, str], int] = {}
 
     def record_throttled(self, throttled: Sequence[Throttled]) -> None:
@@ -209,8 +219,11 @@ class Measure(Middleware):
             series.in_flight.dec()
 
     def on_outcome(self, delivery: Delivery, outcome: Outcome) -> None:
-        """Count ``outcome``."""
-        self._of(delivery.envelope.queue).outcomes[outcome.kind.value].inc()
+        """Count ``outcome`` (a workflow step's also in the workflow steps' series)."""
+        envelope = delivery.envelope
+        self._of(envelope.queue).outcomes[outcome.kind.value].inc()
+        if WORKFLOW_HEADER in envelope.headers:
+            self._metrics.steps.labels(envelope.queue, outcome.kind.value).inc()
 
     def on_settle_failure(self, delivery: Delivery, outcome: Outcome, error: Exception) -> None:
         """Count a settle failure."""

@@ -20,13 +20,22 @@ from datetime import timedelta
 from typing import Any, Generic
 
 from queuey._payload import job_payload
+from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import MAX_DURATION, Duration, parse_delay
 from queuey.envelope import Envelope, new_job_ids
 from queuey.errors import ConfigError, NotSupportedError
 from queuey.jobs import Job, Q
 from queuey.queues import QueueConfig
+from queuey.workflows import Workflow, step_rows
 
-__all__ = ["ProducerBase", "Sending", "check_priority", "delay_of", "sending_for"]
+__all__ = [
+    "ProducerBase",
+    "Sending",
+    "check_priority",
+    "delay_of",
+    "sending_for",
+    "workflow_sending",
+]
 
 Sending = Callable[[Sequence[Envelope]], AbstractContextManager[None]]
 """Wraps publishing envelopes: a PRODUCER span whose trace context goes into their headers
@@ -54,6 +63,19 @@ def sending_for(backend: object, tracing: object) -> Sending:
     from queuey._runtime.tracing import SendTracing, system_of
 
     return SendTracing(system_of(backend), tracing).sending
+
+
+def workflow_sending(
+    sending: Sending, workflow_id: str, steps: int, headers: dict[str, str]
+) -> AbstractContextManager[None]:
+    """Wraps storing a workflow of ``steps`` steps: with tracing, one PRODUCER span ``send
+    workflow`` whose trace context goes into ``headers`` (every step's), so each step's run
+    is in the workflow's one trace (``SendTracing.sending_workflow``); else nothing."""
+    tracer = getattr(sending, "__self__", None)  # the SendTracing of a traced producer
+    if tracer is None:
+        return _NOTHING
+    started: AbstractContextManager[None] = tracer.sending_workflow(workflow_id, steps, headers)
+    return started
 
 
 def check_priority(priority: object, queue: QueueConfig) -> int:
@@ -88,6 +110,23 @@ class ProducerBase(Generic[Q]):
         """``(job name, queue name)`` of a job class of this producer's set (as ``_target``)."""
         name, queue = self._target(job_type)
         return name, queue.name
+
+    def _workflow_rows(
+        self, flow: Workflow[Any], headers: dict[str, str]
+    ) -> tuple[list[StepRow], list[StepEdge]]:
+        """``flow``'s steps (each carrying ``headers``) and edges, as a backend stores them.
+
+        Raises:
+            TypeError, ConfigError, PayloadError: as ``queuey.workflows.step_rows``.
+        """
+        target = self._target
+        return step_rows(
+            flow,
+            lambda cls: (target(cls)[0], target(cls)[1].name),
+            job_payload,
+            time.time_ns() // 1_000_000,
+            headers,
+        )
 
     def _target(self, job_type: type[Any]) -> tuple[str, QueueConfig]:
         """``(job name, queue config)`` of a job class of this producer's set.

@@ -13,7 +13,6 @@ any number of threads may share one.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
@@ -22,8 +21,7 @@ from typing import Any, TypeVar, cast, overload
 
 from pydantic import TypeAdapter
 
-from queuey._payload import job_payload
-from queuey._runtime.producer_base import ProducerBase, sending_for
+from queuey._runtime.producer_base import ProducerBase, sending_for, workflow_sending
 from queuey._runtime.transactions import connection_for
 from queuey.backends.base import (
     CancelResult,
@@ -34,7 +32,7 @@ from queuey.backends.base import (
     SyncUniqueBackend,
     UniqueBackend,
 )
-from queuey.backends.steps import SyncWorkflowBackend, workflows_refused
+from queuey.backends.steps import WORKFLOW_HEADER, SyncWorkflowBackend, workflows_refused
 from queuey.batches import SyncBatchProducing
 from queuey.durations import Duration
 from queuey.envelope import Envelope
@@ -43,7 +41,7 @@ from queuey.jobs import Job, NoResult, Q, unique_key_of
 from queuey.producer import unique_jobs
 from queuey.results import SyncJobHandle, wait_result
 from queuey.unique import EnqueueResult, UniqueKey
-from queuey.workflows import Workflow, step_rows
+from queuey.workflows import Workflow
 
 __all__ = ["Producer"]
 
@@ -294,14 +292,11 @@ class Producer(ProducerBase[Q], SyncBatchProducing):
         backend = self.backend
         if not isinstance(backend, SyncWorkflowBackend):
             raise workflows_refused(backend)
-        target = self._target
-        rows, edges = step_rows(
-            flow,
-            lambda cls: (target(cls)[0], target(cls)[1].name),
-            job_payload,
-            time.time_ns() // 1_000_000,
-        )
-        backend.start_workflow(str(uuid.uuid4()), rows, edges)
+        workflow_id = str(uuid.uuid4())
+        headers = {WORKFLOW_HEADER: workflow_id}
+        with workflow_sending(self.sending, workflow_id, len(flow.nodes), headers):
+            rows, edges = self._workflow_rows(flow, headers)
+            backend.start_workflow(workflow_id, rows, edges)
         adapter = flow.last.job_class.__queuey_result__ or _adapter(Any)
         return SyncJobHandle(flow.last.job_id, backend, adapter)
 

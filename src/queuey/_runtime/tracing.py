@@ -18,6 +18,11 @@ Spans follow the OpenTelemetry messaging semantic conventions:
   reclaim and a topic fan-out all hand on the same ``headers``, so every run of a job stays in
   its producer's trace. The span carries ``queuey.job.attempt`` and ``queuey.outcome``; a
   failed run records its exception (or its error text) and an ERROR status.
+- Workflows: ``enqueue_workflow`` is one PRODUCER span ``send workflow``
+  (``queuey.workflow.id``, ``messaging.batch.message_count``: its steps) whose trace context
+  every step stores with its row, so every run of every step of a workflow is in that one
+  trace, its span carrying ``queuey.workflow.id`` (from the step's ``queuey-workflow``
+  header, set with tracing off too).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from queuey._extras import install_hint
 from queuey._outcome import DeadLetter, Outcome, OutcomeKind, RetryAfter
 from queuey._runtime.middleware import CallNext, Middleware
 from queuey.backends.base import Delivery
+from queuey.backends.steps import WORKFLOW_HEADER
 from queuey.envelope import Envelope
 from queuey.errors import ConfigError
 
@@ -120,6 +126,26 @@ class SendTracing(_Spans):
                 propagate.inject(envelope.headers)
             yield
 
+    @contextlib.contextmanager
+    def sending_workflow(
+        self, workflow_id: str, steps: int, headers: dict[str, str]
+    ) -> Iterator[None]:
+        """A span ``send workflow`` around storing workflow ``workflow_id`` (``steps`` steps,
+        ``queuey.workflow.id``), whose context is written into ``headers`` on entry: every
+        step carries them, so each step's runs are children of this span (one trace per
+        workflow). An exception leaving the block is recorded on the span and goes on."""
+        attributes: dict[str, Any] = {
+            "messaging.system": self._system,
+            "messaging.operation.type": "send",
+            "messaging.batch.message_count": steps,
+            "queuey.workflow.id": workflow_id,
+        }
+        with self._tracer.start_as_current_span(
+            "send workflow", kind=SpanKind.PRODUCER, attributes=attributes
+        ):
+            propagate.inject(headers)
+            yield
+
 
 class Tracing(_Spans, Middleware):
     """The CONSUMER side: a span around each run, child of the producer's.
@@ -133,7 +159,7 @@ class Tracing(_Spans, Middleware):
         super().__init__(system, provider, "process")
 
     def _attributes(self, envelope: Envelope) -> dict[str, Any]:
-        return {
+        attributes = {
             "messaging.system": self._system,
             "messaging.operation.type": "process",
             "messaging.destination.name": envelope.queue,
@@ -141,6 +167,10 @@ class Tracing(_Spans, Middleware):
             "queuey.job.type": envelope.job_type,
             "queuey.job.attempt": envelope.attempt,
         }
+        workflow = envelope.headers.get(WORKFLOW_HEADER)
+        if workflow is not None:
+            attributes["queuey.workflow.id"] = workflow
+        return attributes
 
     async def around_call(self, delivery: Delivery, call_next: CallNext) -> Outcome:
         """Run the delivery inside its CONSUMER span; record its outcome there."""

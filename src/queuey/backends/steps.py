@@ -8,13 +8,14 @@ ended, then is due with its parents' results (or errors) as its inputs, in edge 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from queuey.errors import NotSupportedError
 
 __all__ = [
     "FAN_OUT_KEY",
+    "WORKFLOW_HEADER",
     "FailurePolicy",
     "StepEdge",
     "StepRow",
@@ -28,6 +29,10 @@ FAN_OUT_KEY = "__queuey_fan_out__"
 "queue", "payload"}``, the jobs the completing step adds to its workflow. The statement (or
 step) that records the result inserts them, due now, and rewires each step after the
 completing one to wait for them instead, their results in order in place of its own."""
+
+WORKFLOW_HEADER = "queuey-workflow"
+"""The envelope header naming the workflow a step belongs to (its id): a step's run is traced
+with it (``queuey.workflow.id``) and counted in ``queuey_workflow_steps_total``."""
 
 FailurePolicy = Literal["fail", "partial"]
 """What a failed parent does to its child: ``fail`` fails the whole workflow (every step still
@@ -46,8 +51,10 @@ class StepRow:
         payload: its job's JSON fields (a root), or ``{}`` (a step built from its inputs).
         enqueued_at_ms: the producer's epoch milliseconds.
         parents: how many parents it waits for (0: a root).
-        step: how its job is built from its inputs (``{"builder": name, "many": bool}``), or
-            ``None`` for a root.
+        step: how its job is built from its inputs (``{"builder": name, "many": bool,
+            "parents": [job ids]}``), or ``None`` for a root.
+        headers: its envelope's headers: the workflow's id (``WORKFLOW_HEADER``) and, when
+            the producer traces, the workflow's trace context, so every step runs in one trace.
     """
 
     job_id: str
@@ -58,6 +65,7 @@ class StepRow:
     enqueued_at_ms: int
     parents: int
     step: dict[str, Any] | None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -387,5 +387,8 @@ class MemoryBackend(MemoryWorkflowOps, MemoryBatchMethods):
 
 def _step_envelope(row: StepRow, payload: Any) -> Envelope:
     """The first-attempt envelope of workflow step ``row`` carrying ``payload``."""
-    envelope = Envelope.new(row.job_type, row.queue, payload, priority=row.priority)
+    headers = dict(row.headers)
+    envelope = Envelope.new(
+        row.job_type, row.queue, payload, priority=row.priority, headers=headers
+    )
     return envelope.model_copy(update={"job_id": row.job_id})

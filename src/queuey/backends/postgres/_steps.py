@@ -26,6 +26,7 @@ def workflow_params(
         "parents": number_array([s.parents for s in steps]),
         "payloads": json.dumps([s.payload for s in steps], separators=(",", ":")),
         "steps": json.dumps([s.step for s in steps], separators=(",", ":")),
+        "headers": json.dumps([s.headers for s in steps], separators=(",", ":")),
         "edge_parents": text_array([e.parent for e in edges]),
         "edge_children": text_array([e.child for e in edges]),
         "edge_positions": number_array([e.position for e in edges]),

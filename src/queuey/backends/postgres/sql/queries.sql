@@ -938,18 +938,21 @@ WHERE id = %(batch)s::uuid;
 -- name: start_workflow
 -- A workflow's steps in one statement: the roots pending (due now), every other step waiting
 -- with its count of parents, and the edges from parents to children (position in the child's
--- inputs, failure policy). Wakes the roots' queues.
+-- inputs, failure policy). Each step's headers (the workflow's id and trace context) are its
+-- envelope's at every run. Wakes the roots' queues.
 WITH inserted AS (
     INSERT INTO {table} (id, kind, queue, job_type, status, priority, payload, enqueued_at_ms,
-                         workflow, parents_left, step)
+                         workflow, parents_left, step, headers)
     SELECT r.id, 'job', r.queue, r.job_type,
            CASE WHEN r.parents = 0 THEN 'pending' ELSE 'waiting' END,
-           r.priority, p.payload, r.enqueued_at_ms, %(workflow)s::uuid, r.parents, s.step
+           r.priority, p.payload, r.enqueued_at_ms, %(workflow)s::uuid, r.parents, s.step,
+           h.headers
     FROM unnest(%(ids)s::uuid[], %(queues)s::text[], %(job_types)s::text[],
                 %(priorities)s::int[], %(enqueued_at_ms)s::bigint[], %(parents)s::int[])
          WITH ORDINALITY AS r(id, queue, job_type, priority, enqueued_at_ms, parents, n)
     JOIN json_array_elements(%(payloads)s::json) WITH ORDINALITY AS p(payload, n) USING (n)
     JOIN jsonb_array_elements(%(steps)s::jsonb) WITH ORDINALITY AS s(step, n) USING (n)
+    JOIN json_array_elements(%(headers)s::json) WITH ORDINALITY AS h(headers, n) USING (n)
     ORDER BY n
     RETURNING queue, status
 ), linked AS (

@@ -1,0 +1,71 @@
+"""A workflow is one trace, on PostgreSQL and in memory: ``enqueue_workflow`` is one PRODUCER
+span ``send workflow`` and every run of every step (a retried one too) is its child, each
+carrying ``queuey.workflow.id``; the workflow steps' outcomes are counted in
+``queuey_workflow_steps_total{queue,outcome}`` (no label names a workflow)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+from prometheus_client import CollectorRegistry
+
+from queuey import Producer, Worker
+from queuey.backends.base import Backend
+from queuey.backends.workflow_ops import WorkflowOps
+from queuey.observability import Metrics
+from queuey.workflows import chain, group
+from tests.integration.postgres.workflow_app import Count, Double, FlowQueues, Sum, register
+
+
+async def test_a_workflow_is_one_trace_and_its_steps_are_counted(backend: Backend) -> None:
+    if not isinstance(backend, WorkflowOps):
+        pytest.skip("the backend runs no workflows")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    registry = CollectorRegistry()
+    producer = await Producer.create(FlowQueues, backend, tracing=provider)
+    worker = Worker(FlowQueues, backend, tracing=provider, metrics=Metrics(registry))
+
+    async def record(kind: str, key: str) -> None:
+        return None
+
+    register(worker, record)
+    running = asyncio.create_task(worker.run())
+    try:
+        flow = chain(
+            group(Count(text="ab"), Count(text="c")).then(Sum.from_counts), Double.from_count
+        )
+        handle = await producer.enqueue_workflow(flow)
+        other = await producer.enqueue_workflow(chain(Count(text="xyz"), Double.from_count))
+        assert await handle.result(timeout=30) == 6 and await other.result(timeout=30) == 6
+    finally:
+        worker.shutdown()
+        await running
+    found = exporter.get_finished_spans()
+    sends = [s for s in found if s.kind is SpanKind.PRODUCER]
+    assert [s.name for s in sends] == ["send workflow", "send workflow"]
+    send = next(
+        s for s in sends if (s.attributes or {})["queuey.workflow.id"] == handle.workflow_id
+    )
+    assert (send.attributes or {})["messaging.batch.message_count"] == 4
+    runs = [s for s in found if s.kind is SpanKind.CONSUMER]
+    mine = [s for s in runs if (s.attributes or {}).get("queuey.workflow.id") == handle.workflow_id]
+    assert sorted(str((s.attributes or {})["messaging.message.id"]) for s in mine) == sorted(
+        node.job_id for node in flow.nodes
+    )
+    assert len(runs) == 6 and all("queuey.workflow.id" in (s.attributes or {}) for s in runs)
+    for span in mine:
+        assert send.context is not None and span.context is not None and span.parent is not None
+        assert span.context.trace_id == send.context.trace_id
+        assert span.parent.span_id == send.context.span_id
+    assert len({s.context.trace_id for s in runs if s.context is not None}) == 2  # one per workflow
+    steps = registry.get_sample_value(
+        "queuey_workflow_steps_total", {"queue": FlowQueues.steps.name, "outcome": "succeeded"}
+    )
+    assert steps == 6
