@@ -227,6 +227,7 @@ async def check(url: str, schema: str, lines: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.serial
+@pytest.mark.timeout(DEADLINE + 60)  # start-up, stop and checks after the workflow
 async def test_a_10000_step_workflow_survives_20_kills_and_a_database_restart(
     database_url: str, proof_schema: str, tmp_path: Path
 ) -> None:
