@@ -22,9 +22,12 @@ class Trial:
         runs: job id -> when each run of it began (both workers).
         settled: job id -> when its success was first recorded (the worker's ``on_settled``).
         settled_by: worker index -> when each of its successes was recorded.
+        held_s: how long the primary's WAL sender was held before the crash (0: not held).
+        lag_bytes: how far behind the standby's received WAL was just before the stop.
     """
 
     sync: bool
+    held_s: float = 0.0
     stopped: float = 0.0
     promoted: float = 0.0
     backlog: dict[str, float] = field(default_factory=dict)
@@ -34,6 +37,7 @@ class Trial:
     settled: dict[str, float] = field(default_factory=dict)
     settled_by: dict[int, list[float]] = field(default_factory=dict)
     probe_s: float | None = None
+    lag_bytes: int | None = None
     listening: int = 0
 
     def read(self, producer: Path, workers: list[Path]) -> None:
@@ -107,6 +111,8 @@ class Trial:
                 "lost_enqueues": len(self.lost_enqueues()),
                 "lost_completions": len(self.lost_completions()),
                 "duplicate_runs": self.duplicates(),
+                "wal_sender_held_s": self.held_s,
+                "lag_bytes_before_stop": self.lag_bytes,
                 "promote_s": round(self.promoted - self.stopped, 2),
                 "producer_back_s": _rounded(self.producer_back_s()),
                 "workers_back_s": [_rounded(self.worker_back_s(i)) for i in self.settled_by],

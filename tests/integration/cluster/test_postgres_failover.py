@@ -10,7 +10,9 @@ poll only every 20 s). With synchronous replication no enqueue that returned is 
 whose success was recorded runs again. With asynchronous replication what is lost is measured
 (``QUEUEY_TEST_FAILOVER_TRIALS`` trials, default 1; each trial's figures go to the test's output
 and, with ``QUEUEY_TEST_FAILOVER_REPORT=path``, appended to that file as a JSON line), and must
-have been acknowledged in the last ``LOSS_WINDOW`` seconds before the primary stopped."""
+have been acknowledged in the last ``LOSS_WINDOW`` seconds before the primary stopped. A standby
+held ``HELD`` seconds behind (its WAL sender stopped, as a slow network would) does lose what
+was acknowledged meanwhile, enqueues and completions, and nothing older."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ SCRIPT = ROOT / "scripts" / "pg-standby"
 CONTINUE_WITHIN = 10.0  # seconds after the promotion
 LISTEN_WITHIN = 3.0  # seconds from an enqueue to its pickup, against a 20 s poll
 LOSS_WINDOW = 2.0  # seconds before the stop in which a lost acknowledgement may fall
+HELD = 1.0  # seconds the WAL sender is held before the crash, in the lagging trial
 BACKLOG = 3000
 TRIALS = int(os.environ.get("QUEUEY_TEST_FAILOVER_TRIALS", "1"))
 REPORT = os.environ.get("QUEUEY_TEST_FAILOVER_REPORT")
@@ -72,10 +75,21 @@ def _start_pair(sync: bool) -> str:
     return shlex.split(line.removeprefix("export "))[0].split("=", 1)[1]
 
 
-def _standby_url(url: str) -> str:
-    """The promoted standby alone (the second host of the multi-host URL)."""
+def _host_url(url: str, index: int) -> str:
+    """One host of the multi-host URL alone: 0 the primary, 1 the standby."""
     hosts = url.split("@", 1)[1].split("/", 1)[0].split(",")
-    return f"postgresql://postgres@{hosts[1]}/test"
+    return f"postgresql://postgres@{hosts[index]}/test"
+
+
+async def _lag_bytes(url: str) -> int | None:
+    """How far the standby's received WAL is behind the primary's, in bytes (None: no
+    standby streaming)."""
+    async with await psycopg.AsyncConnection.connect(_host_url(url, 0)) as conn:
+        cursor = await conn.execute(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), write_lsn) FROM pg_stat_replication"
+        )
+        row = await cursor.fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 async def _wait(what: str, done: Callable[[], bool | Awaitable[bool]], timeout: float) -> None:
@@ -175,6 +189,26 @@ async def _probe(url: str, schema: str, run: Run, trial: Trial) -> None:
     trial.probe_s = trial.runs[job][0] - began
 
 
+async def _crash_lagging(url: str, trial: Trial) -> None:
+    """Hold the primary's WAL sender (SIGSTOP) for ``trial.held_s`` seconds, as a slow network
+    would, then stop the primary at once; the sender is killed before it sends what it held."""
+    async with await psycopg.AsyncConnection.connect(_host_url(url, 0)) as conn:
+        cursor = await conn.execute("SELECT pid FROM pg_stat_replication")
+        row = await cursor.fetchone()
+    assert row is not None, "no WAL sender on the primary"
+    sender = int(row[0])
+    os.kill(sender, signal.SIGSTOP)
+    try:
+        await asyncio.sleep(trial.held_s)
+        trial.stopped = time.time()
+        stopping = asyncio.create_task(asyncio.to_thread(_pair, "stop-primary"))
+        await asyncio.sleep(0.5)  # the postmaster has told every child to quit
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(sender, signal.SIGKILL)
+    await stopping
+
+
 async def _fail_over(run: Run, trial: Trial) -> None:
     """Wait until both workers and the producer are going; stop the primary, promote the
     standby; let the producer go on until everyone is back (and a few seconds more)."""
@@ -184,8 +218,12 @@ async def _fail_over(run: Run, trial: Trial) -> None:
         return len(trial.ok) >= 50 and all(len(s) >= 100 for s in trial.settled_by.values())
 
     await _wait("both workers and the producer going", going, timeout=90)
-    trial.stopped = time.time()
-    await asyncio.to_thread(_pair, "stop-primary")
+    trial.lag_bytes = await _lag_bytes(run.url)
+    if trial.held_s:
+        await _crash_lagging(run.url, trial)
+    else:
+        trial.stopped = time.time()
+        await asyncio.to_thread(_pair, "stop-primary")
     await asyncio.to_thread(_pair, "promote")
     trial.promoted = time.time()
 
@@ -199,9 +237,10 @@ async def _fail_over(run: Run, trial: Trial) -> None:
     await asyncio.sleep(max(0.0, trial.promoted + 6 - time.time()))
 
 
-async def _trial(sync: bool, where: Path) -> Trial:
-    """One failover on a fresh pair, stopped (and its processes) whatever happens."""
-    trial = Trial(sync=sync)
+async def _trial(sync: bool, where: Path, held_s: float = 0.0) -> Trial:
+    """One failover on a fresh pair, stopped (and its processes) whatever happens; with
+    ``held_s``, the standby that many seconds behind at the crash."""
+    trial = Trial(sync=sync, held_s=held_s)
     url = await asyncio.to_thread(_start_pair, sync)
     schema = f"fo{uuid.uuid4().hex[:8]}"
     run = Run(url, schema, where)
@@ -218,7 +257,7 @@ async def _trial(sync: bool, where: Path) -> Trial:
 
         await _wait("the drain", drained, timeout=90)
         await _probe(url, schema, run, trial)
-        trial.listening = await _listening(_standby_url(url), [w.pid for w in workers])
+        trial.listening = await _listening(_host_url(url, 1), [w.pid for w in workers])
     finally:
         run.stop_all()
         await asyncio.to_thread(_pair, "stop")
@@ -252,11 +291,27 @@ async def test_synchronous_replication_loses_nothing_that_was_acknowledged(
     assert not trial.lost_completions(), trial.report()
 
 
+def _assert_lost_only_since(trial: Trial, since: float) -> None:
+    """Whatever was lost had been acknowledged after ``since`` (and not after the crash)."""
+    lost = [*trial.lost_enqueues().values(), *trial.lost_completions().values()]
+    assert all(since < at < trial.stopped + 1 for at in lost), trial.report()
+
+
+@pytest.mark.timeout(60 + 45 * TRIALS)
 async def test_asynchronous_replication_loses_only_the_last_moments(tmp_path: Path) -> None:
     for number in range(TRIALS):
         where = tmp_path / f"trial{number}"
         where.mkdir()
         trial = await _trial(sync=False, where=where)
         _assert_carried_on(trial)
-        lost = [*trial.lost_enqueues().values(), *trial.lost_completions().values()]
-        assert all(trial.stopped - LOSS_WINDOW < at <= trial.stopped for at in lost), trial.report()
+        _assert_lost_only_since(trial, trial.stopped - LOSS_WINDOW)
+
+
+async def test_an_asynchronous_standby_behind_loses_what_it_had_not_received(
+    tmp_path: Path,
+) -> None:
+    trial = await _trial(sync=False, where=tmp_path, held_s=HELD)
+    _assert_carried_on(trial)
+    assert trial.lost_enqueues(), f"nothing lost: {trial.report()}"
+    assert trial.lost_completions(), f"nothing lost: {trial.report()}"
+    _assert_lost_only_since(trial, trial.stopped - HELD - LOSS_WINDOW)
