@@ -10,14 +10,11 @@ import asyncio
 
 import pytest
 
-from queuey import Job, JobContext, JobFailedError, NotSupportedError, Producer, Worker
+from queuey import JobFailedError, NotSupportedError, Producer, Worker
 from queuey.backends.base import Backend
-from queuey.workflows import FanOut, start
-from tests.integration.postgres.workflow_app import Count, Double, FlowQueues, Sum, register
-
-
-class Split(Job[FlowQueues, FanOut[int]], queue=FlowQueues.steps, name="flows.Split"):
-    text: str
+from queuey.workflows import start
+from tests.integration.postgres.fan_out_app import Split, register_split
+from tests.integration.postgres.workflow_app import Double, FlowQueues, Sum, register
 
 
 def _worker(backend: Backend, runs: list[str]) -> Worker[FlowQueues]:
@@ -27,12 +24,7 @@ def _worker(backend: Backend, runs: list[str]) -> Worker[FlowQueues]:
         runs.append(kind)
 
     register(worker, record)
-
-    @worker.handler(Split)
-    async def split(job: Split, ctx: JobContext) -> FanOut[int]:
-        runs.append("split")
-        return FanOut(Count(text=part) for part in job.text.split(" ") if part)
-
+    register_split(worker, record)
     return worker
 
 
