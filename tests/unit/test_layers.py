@@ -64,6 +64,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "backends.steps",
             "backends.batches",
             "backends.dashboard_store",
+            "backends.flow_view",
             "backends.workflow_ops",
         ),
         ("vocabulary",),

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Protocol
 
 from queuey.attempts import AttemptError
+from queuey.backends.flow_view import FlowQueue, LimitsSet
 from queuey.backends.workflow_ops import WorkflowInfo
 from queuey.limits import LimitSpec
 
@@ -248,18 +249,6 @@ class Pause:
 
 
 @dataclass(frozen=True)
-class LimitsSet:
-    """A queue (kind ``job``/``topic``) whose flow limits ``set_by`` set at ``set_at``, in place
-    of the declared ones: ``shown``, spelt as ``queuey.limits.parse_limit`` reads them."""
-
-    kind: str
-    queue: str
-    shown: str
-    set_by: str
-    set_at: datetime
-
-
-@dataclass(frozen=True)
 class ScheduleRow:
     """A registered schedule: its timing (cron expression or ``every <n>s``, IANA zone), the
     last slot fired, when, and the job it enqueued, and whether it is paused."""
@@ -403,3 +392,6 @@ class DashboardStore(Protocol):
 
     async def limits_set(self) -> list[LimitsSet]:
         """Every queue whose limits were set at run time."""
+
+    async def flow_view(self) -> list[FlowQueue]:
+        """Every queue with flow limits and what each limit holds back now, per key."""

@@ -100,6 +100,7 @@ def dashboard_app(
         Route("/topics/{topic}", pages.topic),
         Route("/audit", pages.audit),
         Route("/schedules", pages.schedules),
+        Route("/limits", pages.limits),
         Route("/unique-keys", pages.unique_keys),
         Route("/login", actions.login_form, methods=["GET"]),
         Route("/login", actions.login, methods=["POST"]),

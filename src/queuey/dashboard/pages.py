@@ -222,6 +222,10 @@ class Pages:
         upcoming = {row.name: _next_slot(row.expression, row.tz, now) for row in rows}
         return self._page("schedules.html", request, caller, rows=rows, upcoming=upcoming)
 
+    async def limits(self, request: Request) -> Response:
+        caller = await self.guard.caller(request)
+        return self._page("limits.html", request, caller, queues=await self.store.flow_view())
+
     async def unique_keys(self, request: Request) -> Response:
         caller = await self.guard.caller(request)
         rows = await self.store.unique_keys(limit=UNIQUE_KEYS_SHOWN)

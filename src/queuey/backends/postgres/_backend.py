@@ -34,6 +34,7 @@ from queuey.backends.postgres._batches import BatchMethods
 from queuey.backends.postgres._cancel import Cancellations, cancel_channel, cancel_result
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._consumer import ConsumerLinks, PgConsumer
+from queuey.backends.postgres._flow import record_declared
 from queuey.backends.postgres._listen import Listener
 from queuey.backends.postgres._maintenance import Maintenance, MaintenanceOptions
 from queuey.backends.postgres._migrate import migrate
@@ -295,10 +296,11 @@ class PostgresBackend(WorkflowOpsMixin, BatchMethods):
     # -- publishing ----------------------------------------------------------------------------
 
     async def declare(self, queues: Sequence[QueueConfig]) -> None:
-        """Remember the queues' options (PostgreSQL needs no objects per queue)."""
+        """Remember the queues' options; record their flow limits for the dashboard."""
         self._check_open()
         for config in queues:
             self._declared.setdefault((config.kind, config.name), config)
+        await record_declared(self._store, queues)
 
     def _ttl(self, kind: Kind, queue: str) -> float | None:
         config = self._declared.get((kind, queue))
@@ -551,13 +553,11 @@ class PostgresBackend(WorkflowOpsMixin, BatchMethods):
 
     @property
     def connected(self) -> bool:
-        """Whether the database answers, as last seen: open, and no outage noticed by the
-        consumers, the LISTEN session or maintenance."""
+        """Whether the database answers, as last seen (open, no outage noticed)."""
         return self._state == "open" and not self._outage.down
 
     def throttled(self) -> list[Throttled]:
-        """What this backend's claims held back under flow limits (``ThrottleBackend``),
-        counted from the claims' own results (no round trip)."""
+        """What this backend's claims held back under flow limits (``ThrottleBackend``)."""
         return self._store.flow.tally.snapshot()
 
     async def queue_depths(self) -> list[QueueDepth]:

@@ -65,15 +65,8 @@ def dashboard_names(schema: str, table: str) -> dict[str, sql.Composable]:
     """The identifiers ``dashboard.sql`` is composed with, named as the migrations name them."""
     schema, table = check_identifier(schema, "schema"), check_identifier(table, "table")
     names: dict[str, sql.Composable] = {"table": sql.Identifier(schema, table)}
-    for suffix in (
-        "audit",
-        "paused",
-        "signed_out",
-        "bulk",
-        "schedules",
-        "workflow_edges",
-        "flow_set",
-    ):
+    suffixes = ("audit", "paused", "signed_out", "bulk", "schedules", "workflow_edges")
+    for suffix in (*suffixes, "flow_set", "flow_declared"):
         names[suffix] = sql.Identifier(schema, f"{table}_{suffix}"[:63])
     return names
 

@@ -7,10 +7,15 @@ the queue's consumers."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
-from queuey.backends.dashboard_store import LimitsSet
-from queuey.backends.postgres._flow import limits_json
+from psycopg.rows import class_row
+
+from queuey.backends.flow_view import FlowKey, FlowQueue, LimitsSet
+from queuey.backends.postgres._errors import database_errors
+from queuey.backends.postgres._flow import CONCURRENCY_RECHECK, SCAN, limits_json
+from queuey.backends.postgres._sql import Statements
 from queuey.limits import LimitSpec, shown_limits
 
 __all__ = ["FlowActions"]
@@ -21,10 +26,27 @@ _R = TypeVar("_R")
 class _Runs(Protocol):
     job_channel: str
     topic_channel: str
+    schema: str
+    table: str
+    _pool: Any
 
     async def _rows(self, name: str, params: Mapping[str, Any], row: type[_R]) -> list[_R]: ...
 
     async def _execute(self, name: str, params: Mapping[str, Any]) -> Sequence[tuple[Any, ...]]: ...
+
+    async def open(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Limited:
+    """A row of ``flow_queues``."""
+
+    kind: str
+    queue: str
+    declared: str
+    shown: str
+    source: str
+    paused: bool
 
 
 class FlowActions:
@@ -65,3 +87,27 @@ class FlowActions:
     async def limits_set(self: _Runs) -> list[LimitsSet]:
         """Every queue whose limits were set at run time, by kind then name."""
         return await self._rows("limits_set", {}, LimitsSet)
+
+    async def flow_view(self: _Runs) -> list[FlowQueue]:
+        """Every queue with flow limits (declared by its workers or set at run time) and what
+        they hold back now, per limit and key (``flow_keys``: read-only, as a claim counts
+        among the queue's oldest 200 due rows), by kind then name.
+
+        Raises:
+            BackendError: the database cannot be reached or a statement failed.
+        """
+        statement = Statements(self.schema, self.table)["flow_keys"]
+        views = []
+        for row in await self._rows("flow_queues", {}, _Limited):
+            params: dict[str, Any] = {"kind": row.kind, "queue": row.queue, "app": None}
+            params["job_types"] = None
+            params |= {"limits": row.declared, "scan": SCAN, "recheck": CONCURRENCY_RECHECK}
+            await self.open()
+            with database_errors():
+                async with self._pool.connection() as conn:
+                    async with conn.cursor(row_factory=class_row(FlowKey)) as cursor:
+                        await cursor.execute(statement, params)
+                        keys = tuple(await cursor.fetchall())
+            view = FlowQueue(row.kind, row.queue, row.shown, row.source, row.paused)
+            views.append(replace(view, keys=keys))
+        return views

@@ -4,12 +4,15 @@ statement reads them, and which claim a queue's claims run (``FlowClaims``)."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from queuey.backends.postgres._rows import FlowHeld
-from queuey.limits import LimitSpec, ThrottleTally
+from queuey.limits import LimitSpec, ThrottleTally, shown_limits
 from queuey.queues import QueueConfig
+
+log = logging.getLogger("queuey.postgres")
 
 __all__ = [
     "CONCURRENCY_RECHECK",
@@ -18,6 +21,7 @@ __all__ = [
     "count_held",
     "limited_claim",
     "limits_json",
+    "record_declared",
 ]
 
 SCAN = 200
@@ -99,3 +103,25 @@ def count_held(tally: ThrottleTally, config: QueueConfig, held: tuple[int, int])
         tally.record(config.name, "concurrency", int(held[0]))
     if False in kinds:
         tally.record(config.name, "rate", int(held[1]))
+
+
+class _Counts(Protocol):
+    async def _count(self, name: str, params: Any, timeout: float | None = None) -> int: ...
+
+
+async def record_declared(store: _Counts, queues: Sequence[QueueConfig]) -> None:
+    """Record the flow limits ``queues`` declare (``declare_limits``) for the dashboard's Flow
+    limits page: one statement, and only when some queue has limits. Best effort: a failure
+    is logged (DEBUG) and the worker goes on (its claims carry its own limits)."""
+    rows = [
+        {"kind": c.kind, "queue": c.name, "limits": json.loads(limits_json(c.limits))}
+        | {"shown": shown_limits(c.limits)}
+        for c in queues
+        if c.limits
+    ]
+    if not rows:
+        return
+    try:
+        await store._count("declare_limits", {"rows": json.dumps(rows)})
+    except Exception as exc:  # the dashboard's view only: never the worker's concern
+        log.debug("could not record the declared flow limits: %s", exc)

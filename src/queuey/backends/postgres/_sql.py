@@ -138,6 +138,7 @@ class Statements:
             "flow_starts": sql.Identifier(self.schema, f"{self.table}_flow_starts"[:63]),
             "flow_pace": sql.Identifier(self.schema, f"{self.table}_flow_pace"[:63]),
             "flow_set": sql.Identifier(self.schema, f"{self.table}_flow_set"[:63]),
+            "flow_declared": sql.Identifier(self.schema, f"{self.table}_flow_declared"[:63]),
             "workflow_edges": sql.Identifier(self.schema, f"{self.table}_workflow_edges"[:63]),
             "batches": sql.Identifier(self.schema, f"{self.table}_batches"[:63]),
         }

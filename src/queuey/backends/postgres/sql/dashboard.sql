@@ -484,3 +484,16 @@ RETURNING filter;
 -- name: limits_set
 -- Every queue whose limits were set at run time: what, by whom, when.
 SELECT kind, queue, shown, set_by, set_at FROM {flow_set} ORDER BY kind, queue;
+
+-- name: flow_queues
+-- Every queue with flow limits, declared by its workers ({flow_declared}) or set at run time
+-- ({flow_set}, which wins): the declared limits (claim_limited's JSON, what flow_keys is given),
+-- the limits in force spelt, where they come from, and whether the queue is paused.
+SELECT coalesce(s.kind, d.kind) AS kind, coalesce(s.queue, d.queue) AS queue,
+       coalesce(d.limits::text, '[]') AS declared, coalesce(s.shown, d.shown) AS shown,
+       CASE WHEN s.queue IS NULL THEN 'declared' ELSE 'set' END AS source,
+       EXISTS (SELECT 1 FROM {paused} AS z
+               WHERE z.kind = coalesce(s.kind, d.kind)
+                 AND z.queue = coalesce(s.queue, d.queue)) AS paused
+FROM {flow_set} AS s FULL JOIN {flow_declared} AS d ON d.kind = s.kind AND d.queue = s.queue
+ORDER BY 1, 2;

@@ -456,7 +456,7 @@ lim AS MATERIALIZED (
     FROM cand AS c LEFT JOIN verdict AS v ON v.id = c.id
     WHERE NOT coalesce(v.blocked, false)
 ), whole AS (
-    SELECT x.id, x.room, x.per,
+    SELECT x.id, x.n, x.room, x.per,
            row_number() OVER (PARTITION BY x.n ORDER BY c.priority DESC, c.available_at, c.seq)
                AS turn
     FROM ranked AS x JOIN keyed_ok AS c ON c.id = x.id
@@ -574,6 +574,38 @@ FROM due CROSS JOIN held LEFT JOIN claimed ON true;
 -- now, per kind, counted as claim_limited counts them (among the oldest %(scan)s due rows).
 WITH {limited_rows}
 SELECT held_concurrency, held_rate FROM held;
+
+-- name: flow_keys
+-- Read-only (the dashboard's Flow limits page): what a queue's limits hold back now, per limit
+-- (n, as in %(limits)s, or as set at run time) and key, among the oldest %(scan)s due rows, as
+-- claim_limited counts them: the due rows waiting, the rows running (a concurrency cap) against
+-- its cap, the starts it may make now (room), the rows it holds back, and, for a rate limit with
+-- no room, the seconds until its pace allows the next start. Keys holding rows back first, at
+-- most 200.
+WITH {limited_rows}
+SELECT r.n, r.key, r.per IS NULL AS capped, l.cap, r.waiting::int AS waiting,
+       CASE WHEN r.per IS NULL THEN l.cap - r.room END::int AS running,
+       greatest(r.room, 0)::int AS room,
+       (coalesce((SELECT count(*) FROM ranked AS x
+                  WHERE x.n = r.n AND x.by_key AND x.turn > x.room
+                    AND x.id IN (SELECT k.id FROM keyed AS k WHERE k.n = r.n AND k.key = r.key)),
+                 0)
+        + coalesce((SELECT count(*) FROM whole AS w WHERE w.n = r.n AND w.turn > w.room), 0)
+       )::int AS held,
+       CASE WHEN r.per IS NOT NULL AND r.room <= 0
+            THEN greatest(r.tat - r.tau - (SELECT s FROM clock), 0) END AS next_in
+FROM room AS r JOIN lim AS l ON l.n = r.n
+ORDER BY held DESC, r.n, r.waiting DESC, r.key
+LIMIT 200;
+
+-- name: declare_limits
+-- Record the flow limits a worker declares (%(rows)s: a JSON array of kind, queue, limits,
+-- shown), for the dashboard; the latest declaration of a queue wins.
+INSERT INTO {flow_declared} AS d (kind, queue, limits, shown)
+SELECT r.kind, r.queue, r.limits, r.shown
+FROM json_to_recordset(%(rows)s::json) AS r(kind text, queue text, limits json, shown text)
+ON CONFLICT (kind, queue) DO UPDATE
+SET limits = excluded.limits, shown = excluded.shown, declared_at = now();
 
 -- name: release
 -- Hand a claimed row back untouched by a failure (graceful shutdown cancelled it): pending now,
