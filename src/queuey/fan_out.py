@@ -30,6 +30,7 @@ it. A step that fans out to no job releases its successor with an empty list.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
@@ -78,13 +79,12 @@ class FanOut(Generic[R]):
 
 def _stored(fan: FanOut[Any]) -> dict[str, Any]:
     """``fan`` as the result the backend stores (``FAN_OUT_KEY``)."""
-    steps = []
+    steps, at = [], time.time_ns() // 1_000_000  # at: when enqueued, epoch milliseconds
     for job_id, job in zip(fan.job_ids, fan.jobs, strict=True):
         name = type(job).job_name()
         queue = type(job).job_queue().config.name
-        steps.append(
-            {"id": job_id, "job_type": name, "queue": queue, "payload": job_payload(job, name)}
-        )
+        payload = job_payload(job, name)
+        steps.append({"id": job_id, "job_type": name, "queue": queue, "payload": payload, "at": at})
     return {FAN_OUT_KEY: steps}
 
 

@@ -15,24 +15,36 @@ from queuey.errors import NotSupportedError
 
 __all__ = [
     "FAN_OUT_KEY",
+    "FAN_OUT_PREFIX",
     "WORKFLOW_HEADER",
     "FailurePolicy",
     "StepEdge",
     "StepRow",
     "SyncWorkflowBackend",
     "WorkflowBackend",
+    "fans_out",
     "workflows_refused",
 ]
 
 FAN_OUT_KEY = "__queuey_fan_out__"
 """The key of a fan-out result (``queuey.fan_out.FanOut``): a list of ``{"id", "job_type",
-"queue", "payload"}``, the jobs the completing step adds to its workflow. The statement (or
-step) that records the result inserts them, due now, and rewires each step after the
-completing one to wait for them instead, their results in order in place of its own."""
+"queue", "payload", "at"}`` (``at``: epoch milliseconds), the jobs the completing step adds to
+its workflow. The statement (or step) that records the result inserts them, due now, and
+rewires each step after the completing one to wait for them instead, their results in order in
+place of its own."""
 
 WORKFLOW_HEADER = "queuey-workflow"
 """The envelope header naming the workflow a step belongs to (its id): a step's run is traced
 with it (``queuey.workflow.id``) and counted in ``queuey_workflow_steps_total``."""
+
+FAN_OUT_PREFIX = '{"' + FAN_OUT_KEY + '":'
+"""How the JSON text of a fan-out result begins (as ``FanOut`` writes it)."""
+
+
+def fans_out(results: Sequence[str | None]) -> bool:
+    """Whether one of ``results`` (JSON texts) is a fan-out result."""
+    return any(r is not None and r.startswith(FAN_OUT_PREFIX) for r in results)
+
 
 FailurePolicy = Literal["fail", "partial"]
 """What a failed parent does to its child: ``fail`` fails the whole workflow (every step still

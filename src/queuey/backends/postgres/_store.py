@@ -3,13 +3,10 @@
 policy for all of them (``_errors.database_errors``).
 
 A store runs its statements on the backend's pool (``_pool.Pool``), or, inside ``session()``,
-on one dedicated connection (the start-up schema check, migrations, the LISTEN session,
-operations commands). It retries nothing and logs nothing: a failure is a ``BackendError``,
-after which a pooled store checks its idle connections (a restart kills them all), so the
-caller's next statement gets a live one. Callers decide what a failure means: consumers and
-maintenance log it once per outage and try again later, settles retry it, publishes and
-inspections raise it.
-"""
+on one dedicated connection (schema check, migrations, LISTEN, operations). It retries and logs
+nothing: a failure is a ``BackendError``, after which a pooled store checks its idle
+connections (a restart kills them all). Callers decide what a failure means: consumers and
+maintenance log it once per outage, settles retry it, publishes and inspections raise it."""
 
 from __future__ import annotations
 
@@ -55,6 +52,7 @@ from queuey.backends.postgres._rows import (
     with_errors,
 )
 from queuey.backends.postgres._sql import Migration, Statements, latest_version, migrations
+from queuey.backends.steps import fans_out
 from queuey.envelope import Kind
 from queuey.errors import SchemaError
 from queuey.limits import ThrottleTally
@@ -401,8 +399,8 @@ class Store:
         results: Sequence[str | None],
         channel: str,
     ) -> set[str]:
-        """``ack_results``: as ``ack``, each row with its result (JSON text) written by the same
-        fenced statement and announced on ``channel``; returns the ids NOT recorded."""
+        """``ack_results`` (or ``ack_fan_out``): as ``ack``, each row with its result (JSON text)
+        written by the same fenced statement and announced on ``channel``; the ids NOT recorded."""
         params = {
             "ids": text_array(ids),
             "attempts": number_array(attempts),
@@ -411,7 +409,8 @@ class Store:
             "results_channel": channel,
             "channel": self.channel,
         }
-        return set(await self._fetch("ack_results", params, scalar_row, BACKGROUND_TIMEOUT))
+        name = "ack_fan_out" if fans_out(results) else "ack_results"
+        return set(await self._fetch(name, params, scalar_row, BACKGROUND_TIMEOUT))
 
     async def job_ends(self, ids: Sequence[str]) -> list[EndRow]:
         """``job_ends``: how each of ``ids`` (UUID strings) stands; a missing one has no row."""

@@ -660,13 +660,10 @@ SELECT acked.id::text AS id FROM acked
 WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0
   AND (SELECT count(*) FROM batch_woke) >= 0;
 
--- name: ack_results
--- Successes of jobs that declare a result type: fenced exactly as ack (no cancel asked for),
--- each row's result (JSON text; NULL for none) written in the same statement, so a worker that
--- lost its claim writes no result and the winner's stands. Each row recorded is announced on %(results_channel)s
--- with its id (delivered at commit), waking the callers awaiting it (and a debounced job's
--- queue on %(channel)s, as ack says). Returns the ids NOT recorded.
-WITH acked AS (
+-- part: ack_results_done
+-- The fenced successes of ack_results and ack_fan_out (acked, done, woke): each row's result
+-- written and announced; fan: a fan-out result's list of jobs (queuey.fan_out), else NULL.
+acked AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[], %(results)s::text[])
         AS a(id, attempts, result)
 ), done AS (
@@ -678,24 +675,70 @@ WITH acked AS (
     WHERE m.id = acked.id AND m.status = 'running' AND m.claimed_by = %(owner)s
       AND m.attempts = acked.attempts AND m.cancel_requested_at IS NULL
     RETURNING m.id, m.queue, m.unique_states, m.result::jsonb AS result, m.batch, m.workflow,
+              CASE WHEN jsonb_typeof(m.result::jsonb -> '__queuey_fan_out__') = 'array'
+                   THEN m.result::jsonb -> '__queuey_fan_out__' END AS fan,
               pg_notify(%(results_channel)s, m.id::text) AS told
 ), woke AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM done WHERE unique_states & 30 = 18) AS q
-), fanned AS (
+)
+
+-- name: ack_results
+-- Successes of jobs that declare a result type: fenced exactly as ack (no cancel asked for),
+-- each row's result (JSON text; NULL for none) written in the same statement, so a worker that
+-- lost its claim writes no result and the winner's stands. Each row recorded is announced on %(results_channel)s
+-- with its id (delivered at commit), waking the callers awaiting it (and a debounced job's
+-- queue on %(channel)s, as ack says). Returns the ids NOT recorded.
+WITH {ack_results_done}, fed AS (
+    -- Workflow steps (migration 0014): each child of a row completed here gets the row's
+    -- result at its position and one parent less, in this statement; at zero it is released.
+    SELECT e.child, count(*)::int AS n,
+           jsonb_object_agg(e.position::text, coalesce(done.result, 'null'::jsonb)) AS inputs
+    FROM done JOIN {workflow_edges} AS e ON e.parent = done.id
+    GROUP BY e.child
+), unlinked AS (
+    DELETE FROM {workflow_edges} AS e USING done WHERE e.parent = done.id
+), released AS (
+    UPDATE {table} AS c
+    SET parents_left = c.parents_left - fed.n,
+        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
+        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
+        available_at = now(),
+        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
+            '__queuey_step__', c.step || jsonb_build_object('inputs', (
+                SELECT jsonb_agg(x.value ORDER BY x.key::int)
+                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
+    FROM fed
+    WHERE c.id = fed.child AND c.status = 'waiting'
+    RETURNING c.queue, c.status
+), batch_ended AS (
+    SELECT batch, true AS ok FROM done
+), {batch_release}, ready AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT queue FROM released WHERE status = 'pending'
+          UNION SELECT queue FROM batch_called WHERE status = 'pending') AS q
+)
+SELECT acked.id::text AS id FROM acked
+WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0
+  AND (SELECT count(*) FROM ready) >= 0;
+
+-- name: ack_fan_out
+-- ack_results for a batch of successes of which some fanned out (queuey.fan_out): as
+-- ack_results, and each fan-out result adds its jobs to its row's workflow in this statement.
+-- A statement of its own, run only for such batches, so that ack_results stays under the
+-- 4,096 bytes whose parsing psycopg caches.
+WITH {ack_results_done}, fanned AS (
     -- Dynamic fan-out (queuey.fan_out): a result whose key __queuey_fan_out__ lists jobs (id,
     -- job_type, queue, payload) adds those jobs to the row's workflow, due now, in this
     -- statement; each step after the row waits for them instead (their results at positions
     -- 0.., in order).
     SELECT done.id AS parent, done.workflow, f.n - 1 AS position, f.step
-    FROM done,
-         jsonb_array_elements(done.result -> '__queuey_fan_out__') WITH ORDINALITY AS f(step, n)
-    WHERE jsonb_typeof(done.result -> '__queuey_fan_out__') = 'array'
+    FROM done, jsonb_array_elements(done.fan) WITH ORDINALITY AS f(step, n)
 ), spawned AS (
     INSERT INTO {table} (id, kind, queue, job_type, status, payload, enqueued_at_ms, workflow)
-    SELECT (f.step ->> 'id')::uuid, 'job', f.step ->> 'queue', f.step ->> 'job_type', 'pending',
-           (f.step -> 'payload')::json, (extract(epoch FROM now()) * 1000)::bigint, f.workflow
-    FROM fanned AS f
+    SELECT r.id, 'job', r.queue, r.job_type, 'pending', r.payload, r.at, f.workflow
+    FROM fanned AS f,
+         jsonb_to_record(f.step) AS r(id uuid, queue text, job_type text, payload json, at bigint)
     ORDER BY f.parent, f.position
     RETURNING queue
 ), rewired AS (
@@ -706,17 +749,12 @@ WITH acked AS (
     -- Workflow steps (migration 0014): each child of a row completed here gets the row's
     -- result at its position and one parent less, in this statement; at zero it is released.
     -- A row that fanned out to k jobs gives no result: its child waits for k - 1 more.
-    SELECT e.child,
-           sum(CASE WHEN d.fan THEN 1 - jsonb_array_length(done.result -> '__queuey_fan_out__')
-                    ELSE 1 END)::int AS n,
+    SELECT e.child, sum(1 - coalesce(jsonb_array_length(done.fan), 0))::int AS n,
            coalesce(jsonb_object_agg(e.position::text, coalesce(done.result, 'null'::jsonb))
-                    FILTER (WHERE NOT d.fan), '{{}}'::jsonb) AS inputs,
-           jsonb_path_query_array(jsonb_agg(done.result -> '__queuey_fan_out__')
-                                  FILTER (WHERE d.fan), '$[*][*].id') AS spawned
-    FROM done
-    CROSS JOIN LATERAL (SELECT coalesce(jsonb_typeof(done.result -> '__queuey_fan_out__')
-                                        = 'array', false) AS fan) AS d
-    JOIN {workflow_edges} AS e ON e.parent = done.id
+                    FILTER (WHERE done.fan IS NULL), '{{}}'::jsonb) AS inputs,
+           jsonb_path_query_array(jsonb_agg(done.fan) FILTER (WHERE done.fan IS NOT NULL),
+                                  '$[*][*].id') AS spawned
+    FROM done JOIN {workflow_edges} AS e ON e.parent = done.id
     GROUP BY e.child
 ), unlinked AS (
     DELETE FROM {workflow_edges} AS e USING done WHERE e.parent = done.id
@@ -735,16 +773,16 @@ WITH acked AS (
     FROM fed
     WHERE c.id = fed.child AND c.status = 'waiting'
     RETURNING c.queue, c.status
-), ready AS (
-    SELECT pg_notify(%(channel)s, q.queue)
-    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending'
-          UNION SELECT queue FROM spawned) AS q
 ), batch_ended AS (
     SELECT batch, true AS ok FROM done
-), {batch_release}, {batch_wake}
+), {batch_release}, ready AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT queue FROM released WHERE status = 'pending' UNION SELECT queue FROM spawned
+          UNION SELECT queue FROM batch_called WHERE status = 'pending') AS q
+)
 SELECT acked.id::text AS id FROM acked
 WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0
-  AND (SELECT count(*) FROM ready) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
+  AND (SELECT count(*) FROM ready) >= 0;
 
 -- name: job_ends
 -- How each of the jobs %(ids)s stands, for the callers awaiting their results: its status,
@@ -885,16 +923,15 @@ batch_counted AS (
     FROM (SELECT batch, count(*)::int AS n, (count(*) FILTER (WHERE ok))::int AS ok
           FROM batch_ended WHERE batch IS NOT NULL GROUP BY batch) AS x
     WHERE b.id = x.batch
-    RETURNING b.id, b.total, b.pending, b.done, b.failed, b.on_success, b.on_complete
+    RETURNING b.id, b.total, b.pending, b.done, b.failed, b.on_success, b.on_complete,
+              CASE WHEN b.failed > 0 THEN b.on_success END AS skip
 ), batch_called AS (
     UPDATE {table} AS c
-    SET status = CASE WHEN c.id = b.on_success AND b.failed > 0 THEN 'cancelled' ELSE 'pending' END,
-        available_at = now(),
-        processed_at = CASE WHEN c.id = b.on_success AND b.failed > 0 THEN now() END,
-        error = CASE WHEN c.id = b.on_success AND b.failed > 0
-                     THEN 'batch ' || b.id::text || ': ' || b.failed::text || ' of '
-                          || b.total::text || ' jobs failed; its success callback does not run'
-                END,
+    SET status = CASE WHEN c.id = b.skip THEN 'cancelled' ELSE 'pending' END,
+        available_at = now(), processed_at = CASE WHEN c.id = b.skip THEN now() END,
+        error = CASE WHEN c.id = b.skip THEN format(
+            'batch %%s: %%s of %%s jobs failed; its success callback does not run',
+            b.id, b.failed, b.total) END,
         payload = json_build_object('__queuey_step__', c.step || jsonb_build_object(
             'inputs', jsonb_build_array(jsonb_build_object(
                 'batch_id', b.id::text, 'total', b.total, 'done', b.done, 'failed', b.failed,
