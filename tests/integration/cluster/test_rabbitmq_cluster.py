@@ -54,10 +54,17 @@ def flaky(n: int) -> bool:
 
 @dataclass
 class Records:
-    """What the handler saw: each success (and when), each job it dead-lettered."""
+    """What the handler saw: each success (and when), when each job it dead-lettered ran, and
+    when each job that fails once first ran (its retry then waits 2 s in a hold queue)."""
 
     done: list[int] = field(default_factory=list)
     at: list[float] = field(default_factory=list)
+    fatal_at: list[float] = field(default_factory=list)
+    retried_at: list[float] = field(default_factory=list)
+
+    def retry_held(self, now: float) -> bool:
+        """Whether a retry is waiting in the hold queue at ``now`` (with a margin)."""
+        return any(now - 1.5 < at <= now for at in self.retried_at)
 
     def handled(self) -> set[int]:
         return set(self.done)
@@ -83,8 +90,10 @@ def worker_of(
     @worker.handler(task)
     async def handle(job: Any, ctx: JobContext) -> None:
         if fatal(job.n):
+            records.fatal_at.append(time.monotonic())
             raise Fatal(f"job {job.n} cannot be done")
         if flaky(job.n) and ctx.attempt == 1:
+            records.retried_at.append(time.monotonic())
             raise Retry(f"job {job.n} fails once")
         records.done.append(job.n)
         records.at.append(time.monotonic())
@@ -127,8 +136,12 @@ async def test_a_drain_survives_a_node_killed_mid_way(rabbit_cluster: Cluster, v
         running = asyncio.create_task(worker.run())
         await wait_for(lambda: len(records.done) >= TOTAL // 3, 120, "a third drained")
         node = rabbit_cluster.leader(queue) if victim == "queue leader" else 2
+        await wait_for(
+            lambda: records.retry_held(time.monotonic()), 60, "a retry waiting in a hold queue"
+        )
         killed_at = time.monotonic()
         await rabbit_cluster.kill(node)
+        held = [at for at in records.retried_at if killed_at - 2 < at < killed_at]
         expected = {n for n in range(TOTAL) if not fatal(n)}
         await wait_for(
             lambda: records.handled() >= expected,
@@ -145,12 +158,16 @@ async def test_a_drain_survives_a_node_killed_mid_way(rabbit_cluster: Cluster, v
     pause = longest_pause(records.at, killed_at)
     print(
         f"\n{victim} (node {node}) killed: {TOTAL} jobs published in {published:.1f}s, "
-        f"{duplicates} handled twice, longest pause {pause:.1f}s, "
+        f"{duplicates} handled twice, longest pause {pause:.1f}s, {len(held)} retries held, "
         f"{consuming.reconnections} reconnection(s) of the worker"
     )
     assert duplicates <= PREFETCH, duplicates
     assert pause < RESUME_WITHIN, pause
     assert {envelope.payload["n"] for envelope, _ in dead} == {n for n in range(TOTAL) if fatal(n)}
+    # what the node's death could have taken: dead letters made before it, and retries waiting
+    # in a hold queue when it died (each handled once its 2 s delay ran out, checked above)
+    assert any(at < killed_at for at in records.fatal_at)
+    assert held, "no retry was waiting in a hold queue at the kill"
     if node == 2:
         assert consuming.reconnections >= 1
 
