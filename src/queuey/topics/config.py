@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from queuey._validation import Site, check_bool, check_int, check_str, shown
+from queuey.limits import LimitSpec
+from queuey.topics.limits import parse_subscriber_limits
 from queuey.topics.schedule import TopicSchedule, parse_schedules
 
 __all__ = ["MAX_TOPIC_CHARS", "QueuesConfig", "topic_error"]
@@ -97,6 +99,8 @@ class QueuesConfig:
             schedule's slot) waits for the database before it fails saying the database is
             unreachable; the HTTP endpoint then answers 503 (>= 1; the backend's
             ``publish_timeout``).
+        limits: subscriber → its flow limits (``[queues.limits]``, see ``topics.limits``):
+            spellings such as ``"rate 14/1s"``, or ``LimitSpec`` (``job_type`` the subscriber).
 
     Raises:
         ConfigError: a value of the wrong type or out of range, or an invalid topic; the
@@ -118,6 +122,7 @@ class QueuesConfig:
     schedule: Mapping[str, TopicSchedule] = field(default_factory=dict, hash=False)
     publish_timeout_secs: int = 5
     jobs: str = "private"
+    limits: Mapping[str, str | Sequence[str | LimitSpec]] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         check_bool(self.enabled, "enabled", site=_SITE)
@@ -140,6 +145,9 @@ class QueuesConfig:
         ):
             parsed = parse_schedules(self.schedule, self.prefix, self.valid_topic, topic_error)
             object.__setattr__(self, "schedule", parsed)
+        if not _parsed_limits(self.limits):
+            names = self.subscribed_functions()
+            object.__setattr__(self, "limits", parse_subscriber_limits(_SITE, self.limits, names))
 
     def channel(self) -> str:
         """The NOTIFY channel this app's publishers and subscribers meet on:
@@ -153,6 +161,11 @@ class QueuesConfig:
         """Whether ``topic`` (trimmed) is 1..200 characters, each an ASCII letter or digit or
         one of ``. _ - :``."""
         return isinstance(topic, str) and _TOPIC.fullmatch(topic.strip()) is not None
+
+    def subscriber_limits(self, name: str) -> tuple[LimitSpec, ...]:
+        """The flow limits of subscriber ``name`` (``[queues.limits]``; empty if none)."""
+        specs = self.limits.get(name, ())
+        return tuple(spec for spec in specs if isinstance(spec, LimitSpec))
 
     def topics(self) -> tuple[str, ...]:
         """The subscribed topics, in declared order."""
@@ -195,6 +208,14 @@ class QueuesConfig:
         shift = max(attempts, 1) - 1
         factor: int = 2 ** min(shift, 64)
         return min(_MAX_DELAY_SECS, self.retry_backoff_secs * factor)
+
+
+def _parsed_limits(limits: object) -> bool:
+    """Whether ``limits`` is already subscriber → tuple of ``LimitSpec`` (a copy's)."""
+    return isinstance(limits, Mapping) and all(
+        isinstance(specs, tuple) and all(isinstance(spec, LimitSpec) for spec in specs)
+        for specs in limits.values()
+    )
 
 
 def _names(topic: str, value: object) -> list[str]:

@@ -46,7 +46,8 @@ log = logging.getLogger("queuey.topics")
 
 def topic_queue(topic: str, config: QueuesConfig) -> QueueConfig:
     """The queue a topic is consumed as: ``kind="topic"``, ``prefetch=batch``, no priorities,
-    and only the subscribers this app declares for it: another app sharing the table (or an
+    the ``[queues.limits]`` of its subscribers, and only the subscribers this app declares for
+    it: another app sharing the table (or an
     older deploy) leaves rows for subscribers it does not know to the processes that do."""
     return QueueConfig(
         name=topic,
@@ -55,6 +56,9 @@ def topic_queue(topic: str, config: QueuesConfig) -> QueueConfig:
         max_priority=0,
         job_types=tuple(config.subscribers(topic)),
         app=config.prefix,
+        limits=tuple(
+            spec for name in config.subscribers(topic) for spec in config.subscriber_limits(name)
+        ),
     )
 
 
