@@ -1,6 +1,6 @@
-"""``python -m bench [--quick] [--systems a,b] [--repetitions N]``: measure, print the table,
-write ``bench/results/latest.json``, ``docs/benchmarks.png`` and the generated section of
-``docs/benchmarks.md``.
+"""``python -m bench [--quick] [--systems a,b] [--repetitions N] [--only m1,m2]``: measure,
+print the table, write ``bench/results/latest.json``, ``docs/benchmarks.png`` and the
+generated section of ``docs/benchmarks.md`` (with ``--only``: the named measurements only).
 
 Systems whose library is missing (or a backend not merged yet) are reported as not measured.
 """
@@ -54,11 +54,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a reduced run, under two minutes")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated systems")
     parser.add_argument("--repetitions", type=int, help="override the repetitions")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated measurements to take (e.g. enqueue_bulk,drain); default: all",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only; write no file")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else Plan()
     if args.repetitions:
         plan = dataclasses.replace(plan, repetitions=args.repetitions)
+    if args.only:
+        plan = dataclasses.replace(plan, only=tuple(m for m in args.only.split(",") if m))
     systems = [s for s in args.systems.split(",") if s]
     machine = {**environment(), **_server_versions()}
     machine["date"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")

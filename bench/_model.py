@@ -64,6 +64,8 @@ class Plan:
         during_calls: single enqueues timed while a drain runs (``enqueue_p99_during_drain``).
         during_interval_ms: milliseconds between two of those enqueues.
         during_backlog: jobs pre-enqueued for that drain (it should outlast the enqueues).
+        only: the measurements to take (``enqueue_single``, ``enqueue_bulk``, ``drain``, ...);
+            empty: every one.
     """
 
     repetitions: int = 3
@@ -79,6 +81,11 @@ class Plan:
     during_calls: int = 500
     during_interval_ms: float = 5.0
     during_backlog: int = 50_000
+    only: tuple[str, ...] = ()
+
+    def wants(self, measurement: str) -> bool:
+        """Whether this run takes ``measurement``."""
+        return not self.only or measurement in self.only
 
 
 QUICK = Plan(

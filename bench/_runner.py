@@ -284,26 +284,33 @@ def _retrying(system: str, step: Callable[[], T]) -> T:
 
 
 def _repetition(system: str, plan: Plan) -> dict[str, float]:
-    """One repetition of every measurement of ``system``."""
-    single = _step(system, "single", plan.single_jobs)["seconds"]
-    bulk = _step(system, "bulk", plan.bulk_jobs)["seconds"]
-    values = {"enqueue_single": plan.single_jobs / single, "enqueue_bulk": plan.bulk_jobs / bulk}
-    rate, rss = _drain(system, plan.drain_jobs)
-    values["drain"] = rate
+    """One repetition of every measurement of ``system`` (those ``plan.only`` names)."""
+    values: dict[str, float] = {}
+    if plan.wants("enqueue_single"):
+        values["enqueue_single"] = (
+            plan.single_jobs / _step(system, "single", plan.single_jobs)["seconds"]
+        )
+    if plan.wants("enqueue_bulk"):
+        values["enqueue_bulk"] = plan.bulk_jobs / _step(system, "bulk", plan.bulk_jobs)["seconds"]
+    if plan.wants("drain") or plan.wants("rss_mb"):
+        rate, rss = _drain(system, plan.drain_jobs)
+        values["drain"] = rate
     if system in _WORKERLESS:
         return values
-    latencies = _latency(system, plan)
-    values.update(
-        rss_mb=rss,
-        latency_p50=_percentile(latencies, 0.50),
-        latency_p95=_percentile(latencies, 0.95),
-        latency_p99=_percentile(latencies, 0.99),
-    )
-    if system in _TWO_PROCESSES:
+    if plan.wants("rss_mb") and "drain" in values:
+        values["rss_mb"] = rss
+    if any(plan.wants(f"latency_{p}") for p in ("p50", "p95", "p99")):
+        latencies = _latency(system, plan)
+        values.update(
+            latency_p50=_percentile(latencies, 0.50),
+            latency_p95=_percentile(latencies, 0.95),
+            latency_p99=_percentile(latencies, 0.99),
+        )
+    if system in _TWO_PROCESSES and plan.wants("drain_2p"):
         values["drain_2p"] = _drain_processes(system, plan.drain_jobs, 2)
-    if system in _SCALED:
+    if system in _SCALED and plan.wants("drain_scaled"):
         values["drain_scaled"] = _drain_scaled(system, plan)
-    if system in _DURING_DRAIN:
+    if system in _DURING_DRAIN and plan.wants("enqueue_p99_during_drain"):
         durations = _enqueue_during_drain(system, plan)
         values["enqueue_p99_during_drain"] = _percentile(durations, 0.99)
     return values

@@ -33,6 +33,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "_duration_syntax",
             "_validation",
             "_payload",
+            "_job_batch",
             "envelope",
             "secrets",
             "_terminal",

@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import Any, Generic
 
+from queuey._job_batch import job_batch
 from queuey._payload import job_payload
 from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import MAX_DURATION, Duration, parse_delay
@@ -176,18 +177,25 @@ class ProducerBase(Generic[Q]):
         payload = job_payload(job, name)
         return Envelope.new(name, queue.name, payload, priority=queue.top_priority)
 
-    def _envelopes(self, jobs: Sequence[Job[Q, Any]], priority: int = 0) -> list[Envelope]:
+    def _envelopes(self, jobs: Sequence[Job[Q, Any]], priority: int = 0) -> Sequence[Envelope]:
         """One envelope per job at ``priority``, each job class checked and resolved once per
-        call.
+        call: a ``JobBatch`` (one dump for all, no envelope per job) when the jobs are of one
+        class, untraced, and the backend takes batches (``takes_job_batches``).
 
         Raises:
             TypeError: a job belongs to another queue set (no envelope is returned).
             ValueError: ``priority`` is outside a job's queue's range.
         """
         targets: dict[type[Any], tuple[str, str]] = {}
-        envelopes = []
+        envelopes: list[Envelope] = []
         ids = new_job_ids(len(jobs))
         now_ms = time.time_ns() // 1_000_000
+        if len(jobs) > 1 and self._batches():
+            name, queue = self._target(type(jobs[0]))
+            check_priority(priority, queue)
+            batch = job_batch(jobs, ids, name, queue.name, priority, now_ms)
+            if batch is not None:
+                return batch
         trusted = Envelope.trusted
         for job, job_id in zip(jobs, ids, strict=True):
             job_type = type(job)
@@ -202,6 +210,12 @@ class ProducerBase(Generic[Q]):
                 trusted(job_id, target[0], target[1], 1, now_ms, 0, priority, payload, {}, "job")
             )
         return envelopes
+
+    def _batches(self) -> bool:
+        """Whether ``enqueue_many`` may hand the backend a ``JobBatch``: it takes them and no
+        span writes a trace context into each envelope."""
+        backend = getattr(self, "backend", None)
+        return self.sending is untraced and getattr(backend, "takes_job_batches", False) is True
 
     def _delay(self, value: Duration | None, what: str) -> timedelta:
         """``value`` (``None`` = now) as a delay this producer's backend can hold.

@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast, overload
 
 from pydantic import TypeAdapter
 
+from queuey._job_batch import job_ids
 from queuey._runtime.producer_base import ProducerBase, sending_for, workflow_sending
 from queuey._runtime.transactions import connection_for
 from queuey.backends.base import (
@@ -95,7 +96,7 @@ class Producer(ProducerBase[Q], SyncBatchProducing):
 
     def _unique(
         self,
-        envelopes: list[Envelope],
+        envelopes: Sequence[Envelope],
         keys: list[UniqueKey | None],
         delay: timedelta | None,
         connection: Any,
@@ -250,7 +251,7 @@ class Producer(ProducerBase[Q], SyncBatchProducing):
         else:
             with self.sending(envelopes):
                 self.backend.publish(envelopes, wait, connection=joined)
-            results = [EnqueueResult(envelope.job_id) for envelope in envelopes]
+            results = [EnqueueResult(job_id) for job_id in job_ids(envelopes)]
         if any(type(job).__queuey_result__ is not None for job in jobs):
             return [self._typed(job, result) for job, result in zip(jobs, results, strict=True)]
         return results

@@ -123,7 +123,7 @@ class PostgresBackend(WorkflowOpsMixin, BatchMethods):
         ConfigError: a bad identifier, duration, count or flag (the message names it).
     """
 
-    supports_transactions = True
+    supports_transactions = takes_job_batches = True  # batches: enqueue_many's JobBatch
     messaging_system = "postgresql"
     max_delay = timedelta(days=3650)  # queuey.durations.MAX_DURATION: any delay queuey takes
 

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic_core import to_json
 
+from queuey._job_batch import JobBatch
 from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
 from queuey.envelope import PUBLISHED_BY, Envelope, Kind
 from queuey.unique import EnqueueOutcome, EnqueueResult, IdempotencyKey, UniqueKey
@@ -93,6 +94,8 @@ def bulk_params(
 ) -> dict[str, Any]:
     """The parameters of ``publish`` for several envelopes (arguments as for
     ``single_params``)."""
+    if isinstance(envelopes, JobBatch):
+        return _batch_params(envelopes, delay, ttl_of("job", envelopes.queue), channel)
     ttls: dict[tuple[Kind, str], float | None] = {}
     for e in envelopes:
         if (e.kind, e.queue) not in ttls:
@@ -151,6 +154,8 @@ def copy_rows(envelopes: Sequence[Envelope], delay: float, ttl_of: TtlOf) -> Cop
     """
     if delay:
         return None
+    if isinstance(envelopes, JobBatch):
+        return _batch_copy(envelopes, ttl_of)
     fields: dict[tuple[Kind, str, str], str] = {}
     lines = []
     dumps = _json_text
@@ -175,13 +180,63 @@ def copy_rows(envelopes: Sequence[Envelope], delay: float, ttl_of: TtlOf) -> Cop
     return "".join(lines), sorted({queue for _, queue, _ in fields})
 
 
+def _batch_params(batch: JobBatch, delay: float, ttl: float | None, channel: str) -> dict[str, Any]:
+    """``bulk_params`` of a ``JobBatch``: its payload array sent as it is, the columns every
+    row shares repeated in one join each."""
+    count = len(batch)
+    return {
+        "ids": text_array(batch.ids),
+        "kinds": _repeated("job", count),
+        "queues": _repeated(batch.queue, count),
+        "job_types": _repeated(batch.job_type, count),
+        "priorities": _repeated(str(batch.priority), count),
+        "attempts": _repeated("1", count),
+        "deferrals": _repeated("0", count),
+        "payloads": batch.payloads,
+        "headers": "[" + ",".join(["{}"] * count) + "]",
+        "published_by": _repeated("", count),
+        "enqueued_at_ms": _repeated(str(batch.enqueued_at_ms), count),
+        "ttls": _repeated("NULL" if ttl is None else repr(ttl), count, quoted=False),
+        "delay": delay,
+        "channel": channel,
+    }
+
+
+def _repeated(value: str, count: int, *, quoted: bool = True) -> str:
+    """The array literal of ``count`` times ``value``."""
+    element = text_array([value])[1:-1] if quoted else value
+    return "{" + ",".join([element] * count) + "}"
+
+
+def _batch_copy(batch: JobBatch, ttl_of: TtlOf) -> CopyRows | None:
+    """``copy_rows`` of a ``JobBatch`` (due now): one line per row from its payload array, split
+    at the element boundaries ``JobBatch`` guarantees (backslashes doubled first, which leaves
+    them where they are); ``None`` when its queue has a message TTL."""
+    if ttl_of("job", batch.queue) is not None:
+        return None
+    text = batch.payloads
+    if "\\" in text:
+        text = text.replace("\\", "\\\\")
+    pieces = text[2:-2].split("},{")
+    queue, job_type = _copy_field(batch.queue), _copy_field(batch.job_type)
+    head = f"\tjob\t{queue}\t{job_type}\t{batch.priority}\t0\t0\t{{"
+    tail = f"}}\t{{}}\t\t{batch.enqueued_at_ms}\n"
+    lines = [
+        f"{job_id}{head}{piece}{tail}" for job_id, piece in zip(batch.ids, pieces, strict=True)
+    ]
+    return "".join(lines), [batch.queue]
+
+
 def fold(
     envelopes: Sequence[Envelope], keys: Sequence[UniqueKey | None]
-) -> tuple[list[Envelope], list[UniqueKey | None], list[int]]:
+) -> tuple[Sequence[Envelope], Sequence[UniqueKey | None], list[int]]:
     """The envelopes to send, with no unique key twice, and for each given envelope the index
     of the sent one it became: a later duplicate of a key folds into the first, whose payload
     and headers it replaces when the key says ``replace`` (as if enqueued one after another).
     """
+    named = [key.key for key in keys if key is not None]
+    if len(set(named)) == len(named):  # no key twice: nothing folds (a JobBatch stays one)
+        return envelopes, keys, list(range(len(envelopes)))
     sent: list[Envelope] = []
     sent_keys: list[UniqueKey | None] = []
     where: list[int] = []

@@ -63,7 +63,7 @@ class SyncPostgresBackend:
         ConfigError: a bad identifier or count (the message names it).
     """
 
-    supports_transactions = True
+    supports_transactions = takes_job_batches = True  # batches: enqueue_many's JobBatch
     messaging_system = "postgresql"
 
     def __init__(
