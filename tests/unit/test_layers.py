@@ -67,6 +67,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "backends.dashboard_store",
             "backends.flow_view",
             "backends.workflow_ops",
+            "backends.batch_settle",
         ),
         ("vocabulary",),
     ),

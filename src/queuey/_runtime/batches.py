@@ -87,6 +87,21 @@ class Batcher:
         return self._entry.job_type
 
     @property
+    def queue(self) -> str:
+        """The fully qualified queue name of its job type."""
+        return self._queue
+
+    @property
+    def size(self) -> int:
+        """The most jobs one call takes."""
+        return self._entry.size
+
+    @property
+    def wait(self) -> float:
+        """Seconds a batch waits for more jobs after its first, at most."""
+        return self._entry.wait.total_seconds()
+
+    @property
     def retry(self) -> RetryPolicy:
         """The job's effective retry policy."""
         return self._entry.retry
@@ -146,14 +161,20 @@ class Batcher:
         items = batch.items
         context = BatchContext(self._queue, tuple(item.context for item in items))
         try:
-            endings = await self._endings([item.job for item in items], context)
+            endings = await self.endings([item.job for item in items], context)
         except asyncio.CancelledError as exc:
             endings = [exc] * len(items)
         for item, ending in zip(items, endings, strict=True):
             if not item.ending.done():
                 item.ending.set_result(ending)
 
-    async def _endings(self, jobs: list[Any], context: BatchContext) -> list[BaseException | None]:
+    async def endings(self, jobs: list[Any], context: BatchContext) -> list[BaseException | None]:
+        """Call the handler once with ``jobs`` (under the timeout): each job's ending, or the
+        handler's exception for every job.
+
+        Raises:
+            CancelledError: the calling task was cancelled.
+        """
         entry = self._entry
         try:
             returned = await invoke(

@@ -103,6 +103,7 @@ class Engine:
             thread_name_prefix=thread_name_prefix,
             in_thread=self._runner.in_thread,
             processes=processes,
+            lanes=self._runner.lanes,
         )
         self._running = False
 

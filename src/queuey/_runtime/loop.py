@@ -39,6 +39,7 @@ from concurrent.futures import Executor
 from datetime import timedelta
 
 from queuey._outcome import describe
+from queuey._runtime.batch_lanes import BatchLanes, Started
 from queuey._runtime.processes import HandlerProcesses
 from queuey._runtime.runner import Process, Ran
 from queuey._runtime.settle import give_up, release
@@ -56,6 +57,9 @@ Bind = Callable[[QueueConfig, Executor, Ran], Process]
 """Makes the ``Process`` of one queue's deliveries, plain handlers running in the executor,
 telling ``Ran`` when a delivery's handler has ended (``Runner.bind``); called once per consumer
 session."""
+
+Lanes = Callable[[QueueConfig, Consumer, Ran, Started], BatchLanes | None]
+"""Makes the batch path of one queue's consumer, if it applies (``Runner.lanes``)."""
 
 InThread = Callable[[Delivery], bool]
 """Whether a thread is running a plain handler for the delivery now (``Runner.in_thread``)."""
@@ -78,6 +82,8 @@ class ConsumeLoop:
             never cancelled and handed back by shutdown); by default none is.
         processes: plain handlers run in ``concurrency`` child processes
             (``HandlerProcesses``, which can be killed) instead of threads.
+        lanes: makes each consumer's batch path (``_runtime.batch_lanes``): a delivery it
+            takes runs in a batch task instead of a task of its own.
 
     Attributes:
         configs: the queues consumed from the next consumer session on.
@@ -95,8 +101,11 @@ class ConsumeLoop:
         thread_name_prefix: str = "queuey-handler",
         in_thread: InThread | None = None,
         processes: bool = False,
+        lanes: Lanes | None = None,
     ) -> None:
         self._backend = backend
+        self._lanes = lanes
+        self._batches: dict[asyncio.Task[None], list[Delivery]] = {}
         self._processes = processes
         self.configs = list(configs)
         self._bind = bind
@@ -116,7 +125,7 @@ class ConsumeLoop:
     @property
     def in_flight(self) -> int:
         """Deliveries being handled now."""
-        return len(self._tasks)
+        return len(self._tasks) + sum(len(batch) for batch in self._batches.values())
 
     @property
     def paused(self) -> bool:
@@ -196,6 +205,9 @@ class ConsumeLoop:
 
     async def _fetch(self, consumer: Consumer, config: QueueConfig, executor: Executor) -> None:
         process = self._bind(config, executor, self._ran)
+        lanes = (
+            None if self._lanes is None else self._lanes(config, consumer, self._ran, self._batch)
+        )
         holds_slots = False
         if isinstance(consumer, SlotAware):
             consumer.share_slots(self._slots)
@@ -207,10 +219,26 @@ class ConsumeLoop:
                 await release(delivery)
                 self._slots.give()
                 continue
+            if lanes is not None and lanes.offer(delivery):
+                self._holding.add(id(delivery))
+                continue
             task = asyncio.create_task(_guarded(process, delivery))
             self._tasks[task] = delivery
             self._holding.add(id(delivery))
             task.add_done_callback(self._done)
+        if lanes is not None:
+            lanes.flush()
+
+    def _batch(self, task: asyncio.Task[None], deliveries: list[Delivery]) -> None:
+        """A batch task of the batch path started (its deliveries hold their slots)."""
+        self._batches[task] = deliveries
+        task.add_done_callback(self._batch_done)
+
+    def _batch_done(self, task: asyncio.Task[None]) -> None:
+        for delivery in self._batches.pop(task, ()):
+            self._ran(delivery)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("batch processing crashed", exc_info=task.exception())
 
     def _ran(self, delivery: Delivery) -> None:
         """The delivery's handler has ended: its slot is free while its outcome is settled."""
@@ -226,13 +254,14 @@ class ConsumeLoop:
             log.error("delivery processing crashed", exc_info=task.exception())
 
     async def _await_in_flight(self) -> None:
-        if not self._tasks:
+        running = {*self._tasks, *self._batches}
+        if not running:
             return
         grace = None if self._grace is None else self._grace.total_seconds()
-        await first_of(asyncio.wait(set(self._tasks)), self._force.wait(), timeout=grace)
+        await first_of(asyncio.wait(running), self._force.wait(), timeout=grace)
         how = "forced" if self._force.is_set() else "grace passed"
-        late = [task for task in self._tasks if not task.done()]
-        threads = [task for task in late if self._in_thread(self._tasks[task])]
+        late = [task for task in running if not task.done()]
+        threads = [t for t in late if t in self._tasks and self._in_thread(self._tasks[t])]
         cancelled = [task for task in late if task not in threads]
         for task in cancelled:
             task.cancel()

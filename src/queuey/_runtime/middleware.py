@@ -138,6 +138,11 @@ class Chain:
         self._outcome = tuple(m for m in members if type(m).on_outcome is not _BASE_OUTCOME)
         self._failure = tuple(m for m in members if type(m).on_settle_failure is not _BASE_FAILURE)
 
+    @property
+    def wrapping(self) -> tuple[Middleware, ...]:
+        """The members whose ``around_call`` wraps each call, outermost first."""
+        return self._around
+
     def wrap(self, call: CallNext, failed: Failed) -> CallNext:
         """``call`` nested in every ``around_call``, the first middleware outermost (``call``
         itself when none wraps calls); a member that raises is logged and its run decided by

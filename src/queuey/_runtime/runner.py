@@ -35,11 +35,15 @@ from concurrent.futures import Executor
 from typing import Any
 
 from queuey._outcome import Cancelled, DeferFor, LeaseLost, Outcome, RetryAfter
+from queuey._runtime.batch_lanes import BatchLanes, Started
+from queuey._runtime.cancellation import Cancellation
 from queuey._runtime.faces import Face
+from queuey._runtime.faces.job import JobFace
 from queuey._runtime.middleware import CallNext, Chain, Failed, Middleware
 from queuey._runtime.settle import refused, release, settle, stopped, unrecordable
 from queuey._runtime.threads import RunThreads
 from queuey.backends.base import Delivery
+from queuey.backends.batch_settle import BatchSettling
 from queuey.queues import QueueConfig
 
 __all__ = ["Process", "Ran", "Runner"]
@@ -97,6 +101,25 @@ class Runner:
 
         chained = self.chain.wrap(call, failed)
         return functools.partial(self._process, chained, failed, executor, ran)
+
+    def lanes(
+        self, queue: QueueConfig, consumer: object, ran: Ran, started: Started
+    ) -> BatchLanes | None:
+        """The batch path of ``queue``'s batch handlers (``_runtime.batch_lanes``), or ``None``
+        when it does not apply: no batch handler of the queue, a consumer that cannot record
+        many outcomes at once, or a middleware other than ``Cancellation`` wrapping calls."""
+        face = self._face
+        if not isinstance(face, JobFace) or not isinstance(consumer, BatchSettling):
+            return None
+        if any(type(member) is not Cancellation for member in self.chain.wrapping):
+            return None
+        lanes = BatchLanes(face, queue, consumer, self.settle_one, self.chain.settled, ran, started)
+        return lanes if lanes else None
+
+    async def settle_one(self, delivery: Delivery, outcome: Outcome) -> None:
+        """Record ``outcome`` of ``delivery`` as any delivery's is (a dead letter in its place
+        when refused for good; a failure counted and shown to the middleware)."""
+        await self._settle(delivery, outcome)
 
     def _threads(self, executor: Executor, delivery: Delivery) -> RunThreads:
         face = self._face

@@ -160,6 +160,10 @@ class JobFace:
             raise DuplicateHandlerError(name)
         return name
 
+    def batchers(self, queue: str) -> dict[str, Batcher]:
+        """The batch handlers of ``queue``'s job types (its resolved name), by job name."""
+        return {name: b for name, b in self._batches.items() if b.queue == queue}
+
     def handled(self, queue: str) -> tuple[str, ...]:
         """The names of the job types of ``queue`` (its resolved name) that have a handler
         here, in registration order: what this worker's consumer of ``queue`` claims."""

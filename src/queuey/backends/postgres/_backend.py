@@ -30,10 +30,11 @@ from queuey.backends._unclosed import LoopGuard
 from queuey.backends.base import CancelResult, JobEnd, JobInfo, QueueDepth
 from queuey.backends.postgres._admin import parse_id
 from queuey.backends.postgres._awaiters import Awaiters
+from queuey.backends.postgres._batch_consumer import BatchingConsumer
 from queuey.backends.postgres._batches import BatchMethods
 from queuey.backends.postgres._cancel import Cancellations, cancel_channel, cancel_result
 from queuey.backends.postgres._complete import Completer
-from queuey.backends.postgres._consumer import ConsumerLinks, PgConsumer
+from queuey.backends.postgres._consumer import ConsumerLinks
 from queuey.backends.postgres._flow import record_declared
 from queuey.backends.postgres._listen import Listener
 from queuey.backends.postgres._maintenance import Maintenance, MaintenanceOptions
@@ -474,11 +475,11 @@ class PostgresBackend(WorkflowOpsMixin, BatchMethods):
 
     # -- consuming -----------------------------------------------------------------------------
 
-    def consumer(self, queue: QueueConfig) -> PgConsumer:
+    def consumer(self, queue: QueueConfig) -> BatchingConsumer:
         """A consumer of ``queue``; starts the listener and maintenance on first use."""
         self._check_open()
         self._declared.setdefault((queue.kind, queue.name), queue)
-        consumer = PgConsumer(queue, self._links)
+        consumer = BatchingConsumer(queue, self._links)
         self._waker.add(queue.name, consumer)
         if not self._maintaining:
             self._maintaining = True

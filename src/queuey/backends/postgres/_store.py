@@ -25,7 +25,7 @@ from psycopg.rows import AsyncRowFactory, class_row, scalar_row, tuple_row
 from queuey.attempts import MAX_ATTEMPT_ERRORS
 from queuey.backends.base import JobInfo
 from queuey.backends.postgres._answer import NoAnswerError, answered, no_answer, publish_bound
-from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
+from queuey.backends.postgres._arrays import text_array
 from queuey.backends.postgres._errors import (
     DatabaseUnavailableError,
     KeyTakenError,
@@ -51,8 +51,8 @@ from queuey.backends.postgres._rows import (
     job_info,
     with_errors,
 )
+from queuey.backends.postgres._settles import SettleStatements
 from queuey.backends.postgres._sql import Migration, Statements, latest_version, migrations
-from queuey.backends.steps import fans_out
 from queuey.envelope import Kind
 from queuey.errors import SchemaError
 from queuey.limits import ThrottleTally
@@ -78,7 +78,7 @@ BACKGROUND_TIMEOUT = 5.0
 _IN_CLAIM_ORDER = attrgetter("position")
 
 
-class Store:
+class Store(SettleStatements):
     """The statements of one queuey table.
 
     Args:
@@ -380,37 +380,6 @@ class Store:
         claims.sort(key=_IN_CLAIM_ORDER)
         due = rows[0][1] if rows else None
         return Claimed(claims, None if due is None else max(0.0, float(due)))
-
-    async def ack(self, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
-        """``ack``: record the success of each run (``ids[i]``, ``attempts[i]``) this owner
-        holds; returns the ids NOT recorded (their claim was lost)."""
-        params = {
-            "ids": text_array(ids),
-            "attempts": number_array(attempts),
-            "owner": self.owner,
-            "channel": self.channel,
-        }
-        return set(await self._fetch("ack", params, scalar_row, BACKGROUND_TIMEOUT))
-
-    async def ack_results(
-        self,
-        ids: Sequence[str],
-        attempts: Sequence[int],
-        results: Sequence[str | None],
-        channel: str,
-    ) -> set[str]:
-        """``ack_results`` (or ``ack_fan_out``): as ``ack``, each row with its result (JSON text)
-        written by the same fenced statement and announced on ``channel``; the ids NOT recorded."""
-        params = {
-            "ids": text_array(ids),
-            "attempts": number_array(attempts),
-            "results": nullable_text_array(results),
-            "owner": self.owner,
-            "results_channel": channel,
-            "channel": self.channel,
-        }
-        name = "ack_fan_out" if fans_out(results) else "ack_results"
-        return set(await self._fetch(name, params, scalar_row, BACKGROUND_TIMEOUT))
 
     async def job_ends(self, ids: Sequence[str]) -> list[EndRow]:
         """``job_ends``: how each of ``ids`` (UUID strings) stands; a missing one has no row."""

@@ -660,6 +660,60 @@ SELECT acked.id::text AS id FROM acked
 WHERE acked.id NOT IN (SELECT id FROM done) AND (SELECT count(*) FROM woke) >= 0
   AND (SELECT count(*) FROM batch_woke) >= 0;
 
+-- name: settle_batch
+-- A batch handler's outcomes, every row in one statement, each fenced as ack is (this owner,
+-- the attempt it ran, no cancel asked for): verdict 'done' (as ack), 'pending' (a retry or a
+-- deferral, as reschedule: attempts, deferrals, priority, due after delay seconds, the failed
+-- attempt's error joining errors) or 'failed' (a dead letter, as dead_letter). A retry or
+-- deferral of a unique job (unique_kept: its key may have been taken meanwhile) and a dead
+-- letter of a workflow step (its downstream steps end with it) are left to reschedule and
+-- dead_letter: such a row is not touched here. A member of a batch of jobs (migration 0017)
+-- that ends here is counted in its batch, as by ack and dead_letter. Returns the ids recorded;
+-- the caller settles every other row one by one (which also tells a lost claim from a cancel).
+WITH given AS (
+    SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[], %(verdicts)s::text[],
+                         %(next_attempts)s::int[], %(deferrals)s::int[], %(priorities)s::int[],
+                         %(delays)s::float8[], %(errors)s::text[], %(failures)s::text[])
+        AS g(id, attempts, verdict, next_attempts, deferrals, priority, delay, error, failure)
+), settled AS (
+    UPDATE {table} AS m
+    SET status = g.verdict,
+        processed_at = CASE WHEN g.verdict = 'pending' THEN NULL ELSE now() END,
+        claimed_by = NULL, lease_until = NULL,
+        attempts = CASE WHEN g.verdict = 'pending' THEN g.next_attempts ELSE m.attempts END,
+        deferrals = CASE WHEN g.verdict = 'pending' THEN g.deferrals ELSE m.deferrals END,
+        priority = CASE WHEN g.verdict = 'pending' THEN g.priority ELSE m.priority END,
+        available_at = CASE WHEN g.verdict = 'pending'
+                            THEN now() + make_interval(secs => g.delay) ELSE m.available_at END,
+        expires_at = CASE WHEN g.verdict = 'pending'
+                          THEN now() + make_interval(secs => g.delay + %(ttl)s::float8)
+                          ELSE m.expires_at END,
+        error = CASE WHEN g.verdict = 'done' THEN m.error ELSE coalesce(g.error, m.error) END,
+        errors = CASE WHEN g.failure IS NULL THEN m.errors ELSE jsonb_path_query_array(
+            coalesce(m.errors, '[]'::jsonb) || jsonb_build_array(g.failure::jsonb || jsonb_build_object(
+                'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'),
+                'worker', %(owner)s::text)),
+            '$[last - $keep + 1 to last]', jsonb_build_object('keep', %(keep_errors)s::int)) END,
+        unique_key = CASE WHEN g.verdict = 'pending' THEN m.unique_kept
+                          WHEN g.verdict = 'done' AND m.unique_states & 4 <> 0 THEN m.unique_key
+                          WHEN g.verdict = 'failed' AND m.unique_states & 8 <> 0 THEN m.unique_key
+                     END
+    FROM given AS g
+    WHERE m.id = g.id AND m.status = 'running' AND m.claimed_by = %(owner)s
+      AND m.attempts = g.attempts AND m.cancel_requested_at IS NULL
+      AND (g.verdict = 'done' OR (g.verdict = 'pending' AND m.unique_kept IS NULL)
+           OR (g.verdict = 'failed' AND m.workflow IS NULL))
+    RETURNING m.id, m.queue, m.status, m.unique_states, m.batch
+), woke AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM settled
+          WHERE status <> 'pending' AND unique_states & 30 = 18) AS q
+), batch_ended AS (
+    SELECT batch, status = 'done' AS ok FROM settled WHERE status <> 'pending'
+), {batch_release}, {batch_wake}
+SELECT id::text FROM settled
+WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
+
 -- part: ack_results_done
 -- The fenced successes of ack_results and ack_fan_out (acked, done, woke): each row's result
 -- written and announced; fan: a fan-out result's list of jobs (queuey.fan_out), else NULL.
