@@ -1,6 +1,7 @@
-"""Jobs and a worker process for the dynamic fan-out tests: ``Split`` fans out to a ``Count``
-per word; every handler run is recorded in ``<schema>.runs`` (kind, key, pid) from the handler
-itself (the workflow app's handlers, plus ``split``).
+"""Jobs and a worker process for the dynamic fan-out and batch tests: ``Split`` fans out to a
+``Count`` per word; ``Tally`` is a batch's callback; every handler run is recorded in
+``<schema>.runs`` (kind, key, pid) from the handler itself (the workflow app's handlers, plus
+``split`` and ``tally``).
 
 Usage: ``python -m tests.integration.postgres.fan_out_app URL SCHEMA``.
 """
@@ -17,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from queuey import Job, JobContext, Worker
 from queuey.backends.postgres import PostgresBackend
+from queuey.batches import BatchProgress
 from queuey.cli import run_until_signal
 from queuey.workflows import FanOut
 from tests.integration.postgres.workflow_app import Count, FlowQueues, register
@@ -28,8 +30,21 @@ class Split(Job[FlowQueues, FanOut[int]], queue=FlowQueues.steps, name="flows.Sp
     count_ms: int = 0  # how long each Count it adds runs
 
 
+class Tally(Job[FlowQueues], queue=FlowQueues.steps, name="flows.Tally"):
+    progress: BatchProgress
+
+    @classmethod
+    def from_batch(cls, progress: BatchProgress) -> Tally:
+        return cls(progress=progress)
+
+
 def register_split(worker: Worker[FlowQueues], record: Any) -> None:
-    """The ``Split`` handler; ``record(kind, key)`` is awaited by each run."""
+    """The ``Split`` and ``Tally`` handlers; ``record(kind, key)`` is awaited by each run."""
+
+    @worker.handler(Tally)
+    async def tally(job: Tally, ctx: JobContext) -> None:
+        p = job.progress
+        await record("tally", f"{p.batch_id}|{p.total}|{p.done}|{p.failed}|{p.pending}")
 
     @worker.handler(Split)
     async def split(job: Split, ctx: JobContext) -> FanOut[int]:
