@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from queuey.backends.base import Backend
-from queuey.cli._topics import connect_backend
+from queuey.cli._app import connect_backend
 from queuey.http import AccessPolicy, publish_app
 from queuey.topics import QueuesConfig, TopicPublisher
 from tests.unit.http.http_fakes import bearer, client, http_config, token

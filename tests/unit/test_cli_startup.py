@@ -28,7 +28,7 @@ HEAVY = (
     "queuey.jobs",
     "queuey.backends",
     "queuey.cli._jobs",
-    "queuey.cli._topics",
+    "queuey.cli._run",
     "queuey.cli._ops",
 )
 

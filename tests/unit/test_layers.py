@@ -328,6 +328,6 @@ def test_the_layer_table_reads_as_intended() -> None:
     assert layer_of("backends.postgres._consumer") == "postgres"
     assert layer_of("_runtime.loop") == "runtime"
     assert layer_of("topics.connection") == "faces"
-    assert layer_of("cli._topics") == layer_of("") == "edges"
+    assert layer_of("cli._run") == layer_of("") == "edges"
     assert "postgres" not in LAYERS["faces"][1] and "postgres" not in LAYERS["runtime"][1]
     assert "postgres" not in LAYERS["memory"][1] and "faces" not in LAYERS["runtime"][1]

@@ -15,22 +15,19 @@ from rich.text import Text
 from queuey._terminal import printable
 from queuey.backends.base import Backend
 from queuey.cli._observe import log_format_option, observe_options, observing
-from queuey.cli._ops import wide_console
+from queuey.cli._options import AMQP_URL, DATABASE_URL, SCHEMA, remember_option
 from queuey.cli._processes import processes_option, supervise
 from queuey.cli._root import (
-    AMQP_URL,
-    DATABASE_URL,
-    SCHEMA,
     describe_backend,
     echo_json,
     fail,
     load_attr,
     main,
-    remember_option,
     require,
     run_async,
     run_until_signal,
     starting,
+    wide_console,
 )
 from queuey.demo import DEFAULT_PREFIX, Tour, declare_tour, run_tour
 from queuey.errors import QueueyError

@@ -8,7 +8,8 @@ import click
 
 from queuey.cli._jobs_group import jobs
 from queuey.cli._ops import _admin, _operate
-from queuey.cli._root import DATABASE_URL, EXIT_NOT_FOUND, SCHEMA, fail
+from queuey.cli._options import DATABASE_URL, SCHEMA
+from queuey.cli._root import EXIT_NOT_FOUND, fail
 
 __all__ = ["cancel_command"]
 

@@ -19,7 +19,8 @@ from queuey.cli._attempts_view import errors_json, errors_text
 from queuey.cli._jobs_group import jobs
 from queuey.cli._ops import _JSON, _admin, _echo_json, _operate
 from queuey.cli._ops_view import format_age, labelled
-from queuey.cli._root import DATABASE_URL, EXIT_NOT_FOUND, SCHEMA, fail
+from queuey.cli._options import DATABASE_URL, SCHEMA
+from queuey.cli._root import EXIT_NOT_FOUND, fail
 
 __all__ = ["job_json", "job_text", "show"]
 

@@ -1,9 +1,8 @@
 """The root group's commands, imported when one is run: ``queuey --version`` and ``queuey
 --help`` import none of them (nor pydantic, psycopg or rich), so they answer at once.
 
-``COMMANDS`` names, per top-level command, the modules that define it (in import order: a
-later module may extend a command, as ``_dashboard`` adds ``--http`` to ``run``) and the short
-help ``--help`` prints; a test checks both against the commands themselves. A module that
+``COMMANDS`` names, per top-level command, the modules that define it and the short help
+``--help`` prints; a test checks both against the commands themselves. A module that
 registers a new command (or a subcommand on another module's group) must be listed here, or
 the command is never reached: ``tests/unit/test_cli_startup.py`` fails until it is.
 """
@@ -37,11 +36,11 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
         "One job (or topic message) by its id (PostgreSQL): show or cancel it.",
     ),
     "publish": (
-        ("_topics",),
+        ("_publish",),
         "Publish PAYLOAD (JSON, default {}) to TOPIC and print the publication as JSON.",
     ),
     "run": (
-        ("_topics", "_dashboard"),
+        ("_run",),
         "Run the app's topic subscribers until SIGINT/SIGTERM, then shut down gracefully.",
     ),
     "queues": (
@@ -49,7 +48,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
         "Pause, resume and set the flow limits of a queue for every worker (PostgreSQL).",
     ),
     "schedules": (("_schedules",), "List, pause and resume periodic schedules (PostgreSQL)."),
-    "serve": (("_http",), "Serve POST <base>/queues/{topic} until SIGINT/SIGTERM."),
+    "serve": (("_serve",), "Serve POST <base>/queues/{topic} until SIGINT/SIGTERM."),
     "status": (
         ("_ops",),
         "Per queue: rows due now (pending), delayed or waiting for a retry (scheduled), running, "

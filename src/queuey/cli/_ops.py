@@ -4,27 +4,25 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import uuid
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
 
+from queuey.cli._options import DATABASE_URL, SCHEMA
 from queuey.cli._root import (
-    DATABASE_URL,
     EXIT_NOT_FOUND,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
-    SCHEMA,
     echo_json,
     fail,
     load_attr,
     main,
     one_line,
     require,
+    wide_console,
 )
 from queuey.errors import BackendError, QueueyError
 
@@ -37,7 +35,6 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON (shape in this help).")
-_PIPE_WIDTH = 1000
 _QUEUE = click.option("--queue", help="Only rows of this queue (or topic).")
 _CANCELLED = click.option(
     "--cancelled", is_flag=True, help="Cancelled rows instead of failed ones (queuey jobs cancel)."
@@ -79,12 +76,6 @@ def _operate(work: Coroutine[Any, Any, _T]) -> _T:
 
 def _echo_json(document: object) -> None:
     echo_json(document)
-
-
-def wide_console() -> Console:
-    """A console as wide as the terminal; unbounded when piped, so tables never fold."""
-    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    return Console(width=_PIPE_WIDTH if piped else None)
 
 
 @main.command("status")

@@ -19,7 +19,8 @@ from typing import Any
 import click
 
 from queuey._terminal import printable
-from queuey.cli._root import DATABASE_URL, SCHEMA, echo_json, fail, main, require
+from queuey.cli._options import DATABASE_URL, SCHEMA
+from queuey.cli._root import echo_json, fail, main, require
 from queuey.cli._schedules import _run
 from queuey.errors import ConfigError
 

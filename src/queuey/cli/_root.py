@@ -1,7 +1,7 @@
-"""The root ``queuey`` command group and what every command shares: connection options,
-exit codes, one-line errors, start-up lines, loading ``module:attr`` targets and running until
-a signal. The command modules import from here; the root group (``_lazy.LazyGroup``) imports a
-command's module when that command is run.
+"""The root ``queuey`` command group and what every command shares: exit codes, one-line
+errors, start-up lines, a wide console, loading ``module:attr`` targets and running until a
+signal (the options they share are in ``_options``). The command modules import from here;
+the root group (``_lazy.LazyGroup``) imports a command's module when that command is run.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -22,8 +22,10 @@ from queuey.cli._lazy import LazyGroup, level_of, verbose_everywhere
 from queuey.errors import BackendError, QueueyError
 from queuey.secrets import RedactingFilter, redact, remember
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 __all__ = [
-    "AMQP_URL",
     "EXIT_NOT_FOUND",
     "EXIT_UNREACHABLE",
     "EXIT_USAGE",
@@ -34,6 +36,7 @@ __all__ = [
     "run_until_signal",
     "starting",
     "verbose_everywhere",
+    "wide_console",
 ]
 
 log = logging.getLogger("queuey.cli")
@@ -42,25 +45,8 @@ EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 
-
-def remember_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A click callback: remember a connection string's password so output never shows it."""
-    return remember(value)
-
-
-DATABASE_URL = click.option(
-    "--database-url",
-    envvar="QUEUEY_DATABASE_URL",
-    callback=remember_option,
-    help="PostgreSQL URL (or QUEUEY_DATABASE_URL).",
-)
-AMQP_URL = click.option(
-    "--amqp-url",
-    envvar="QUEUEY_AMQP_URL",
-    callback=remember_option,
-    help="RabbitMQ URL (or QUEUEY_AMQP_URL).",
-)
-SCHEMA = click.option("--schema", default="queuey", show_default=True, help="PostgreSQL schema.")
+_T = TypeVar("_T")
+_PIPE_WIDTH = 1000
 
 
 def one_line(text: str) -> str:
@@ -143,18 +129,29 @@ def starting(command: str, what: str, names: Sequence[str], backend: str, concur
     )
 
 
-def run_async(coro: Awaitable[Any]) -> Any:
+def wide_console() -> Console:
+    """A console as wide as the terminal; unbounded when piped, so tables never fold."""
+    from rich.console import Console
+
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(width=_PIPE_WIDTH if piped else None)
+
+
+def run_async(work: Awaitable[_T]) -> _T:
+    """Run ``work`` to its end: exit 3 when the server cannot be reached (or refuses the
+    query), 2 on any other queuey error (a missing or old schema), each with one line on
+    stderr."""
     import asyncio  # here, not at the top: `queuey --version` and `--help` never need it
 
     try:
-        return asyncio.run(_as_coroutine(coro))
+        return asyncio.run(_as_coroutine(work))
     except BackendError as exc:
         fail(str(exc), EXIT_UNREACHABLE)
     except QueueyError as exc:
         fail(str(exc), EXIT_USAGE)
 
 
-async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:
+async def _as_coroutine(awaitable: Awaitable[_T]) -> _T:
     return await awaitable
 
 

@@ -19,17 +19,16 @@ from rich.table import Table
 from rich.text import Text
 
 from queuey._terminal import printable
-from queuey.cli._ops import wide_console
+from queuey.cli._options import DATABASE_URL, SCHEMA
 from queuey.cli._root import (
-    DATABASE_URL,
     EXIT_NOT_FOUND,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
-    SCHEMA,
     echo_json,
     fail,
     main,
     require,
+    wide_console,
 )
 from queuey.errors import BackendError, ConfigError, QueueyError
 from queuey.schedule import ScheduleRecord, Timing

@@ -17,7 +17,8 @@ import click
 
 from queuey._terminal import printable
 from queuey.cli._ops import _admin, _operate
-from queuey.cli._root import DATABASE_URL, EXIT_NOT_FOUND, SCHEMA, echo_json, fail, main
+from queuey.cli._options import DATABASE_URL, SCHEMA
+from queuey.cli._root import EXIT_NOT_FOUND, echo_json, fail, main
 
 if TYPE_CHECKING:
     from queuey.workflows import WorkflowInfo, WorkflowSummary

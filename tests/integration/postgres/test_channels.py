@@ -18,7 +18,7 @@ import pytest
 
 from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres._consumer import PgConsumer
-from queuey.cli._topics import connect_backend
+from queuey.cli._app import connect_backend
 from queuey.envelope import Envelope
 from queuey.queues import QueueConfig
 from queuey.topics import QueuesConfig

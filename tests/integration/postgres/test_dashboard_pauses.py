@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from queuey.backends.postgres import PgDashboardStore
-from queuey.cli._topics import connect_backend
+from queuey.cli._app import connect_backend
 from queuey.topics import App, QueuesConfig
 
 pytestmark = pytest.mark.postgres

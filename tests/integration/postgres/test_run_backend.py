@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from queuey.backends.postgres import PostgresBackend
-from queuey.cli import _topics, main
+from queuey.cli import _app, _run, main
 
 pytestmark = pytest.mark.postgres
 
@@ -23,7 +23,7 @@ def test_queuey_run_builds_a_backend_with_the_apps_max_redeliveries(
         '[queues]\nmax_redeliveries = 2\nprefix = "shop"\n[queues.subscribe]\n"order.paid" = "f"\n'
     )
     built: list[Any] = []
-    real_connect = _topics.connect_backend
+    real_connect = _app.connect_backend
 
     async def spy(*args: Any, **kwargs: Any) -> Any:
         backend = await real_connect(*args, **kwargs)
@@ -33,8 +33,8 @@ def test_queuey_run_builds_a_backend_with_the_apps_max_redeliveries(
     async def return_at_once(start: Any, stop: Any, ready: Any = None) -> None:
         return None
 
-    monkeypatch.setattr(_topics, "connect_backend", spy)
-    monkeypatch.setattr(_topics, "run_until_signal", return_at_once)
+    monkeypatch.setattr(_run, "connect_backend", spy)
+    monkeypatch.setattr(_run, "run_until_signal", return_at_once)
     result = CliRunner().invoke(
         main,
         ["run", "--config", str(path), "--database-url", database_url, "--schema", pg_schema],

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from queuey.cli._topics import connect_backend
+from queuey.cli._app import connect_backend
 from queuey.topics import App, QueuesConfig
 
 pytestmark = pytest.mark.postgres

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from queuey.cli._topics import connect_backend
+from queuey.cli._app import connect_backend
 from queuey.topics import App, QueuesConfig
 from tests.helpers import run_until
 from tests.integration.postgres.test_topics_cli import EXAMPLE, queuey

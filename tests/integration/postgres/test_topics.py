@@ -13,7 +13,7 @@ import pytest
 
 from queuey.backends.base import Backend
 from queuey.backends.postgres import PostgresBackend
-from queuey.cli._topics import connect_backend
+from queuey.cli._app import connect_backend
 from queuey.errors import BackendError
 from queuey.topics import App, InvalidTopicError, MessageContext, QueuesConfig, Subscriber
 

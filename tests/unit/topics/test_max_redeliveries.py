@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from queuey import MemoryBackend
 from queuey.backends.postgres import PostgresBackend
-from queuey.cli import _topics, main
+from queuey.cli import _run, main
 from queuey.errors import ConfigError
 from queuey.topics import QueuesConfig, load_app_config
 from queuey.topics.connection import backend_options
@@ -66,7 +66,7 @@ def test_queuey_run_opens_its_backend_with_the_apps_max_redeliveries(
         ran.append(start)
 
     monkeypatch.setattr(PostgresBackend, "connect", classmethod(fake_connect))
-    monkeypatch.setattr(_topics, "run_until_signal", fake_run_until_signal)
+    monkeypatch.setattr(_run, "run_until_signal", fake_run_until_signal)
     monkeypatch.delenv("QUEUEY_DATABASE_URL", raising=False)
     result = CliRunner().invoke(
         main, ["run", "--config", str(path), "--database-url", "postgresql://h/db"]

@@ -1,32 +1,27 @@
-"""The HTTP face: ``queuey serve`` runs the publish endpoint (``queuey.http``) with uvicorn."""
+"""``queuey serve``: the publish endpoint (``queuey.http``) of an app file, with uvicorn."""
 
 from __future__ import annotations
 
 import logging
 
-import click
-
 from queuey._extras import extra_message
 from queuey.backends.base import JobLookup
+from queuey.cli._app import app_database_url, connect_backend
 from queuey.cli._observe import log_format_option
-from queuey.cli._root import SCHEMA, fail, main, remember_option, run_async, run_until_signal
-from queuey.cli._topics import CONFIG, app_database_url, connect_backend
+from queuey.cli._options import APP_DATABASE_URL, CONFIG, SCHEMA, host_option, port_option
+from queuey.cli._root import fail, main, run_async, run_until_signal
 from queuey.errors import QueueyError
+
+__all__ = ["serve_command"]
 
 log = logging.getLogger("queuey.cli")
 
 
 @main.command("serve")
 @CONFIG
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="TCP port."
-)
-@click.option(
-    "--database-url",
-    callback=remember_option,
-    help="PostgreSQL URL (else QUEUEY_DATABASE_URL, else [database] url).",
-)
+@host_option()
+@port_option()
+@APP_DATABASE_URL
 @SCHEMA
 @log_format_option
 def serve_command(
