@@ -55,6 +55,7 @@ async def _median_ms(statements: Statements) -> tuple[float, int]:
     params: dict[str, object] = {
         "kind": "job",
         "queue": "q",
+        "app": None,
         "limit": 256,
         "owner": "bench",
         "lease": 30.0,

@@ -38,6 +38,8 @@ CLIENTS = 2
 QUEUE = BenchQueues.noop.name
 _TABLE = f'"{SCHEMA}"."queue_message"'
 _PAUSED = f'"{SCHEMA}"."queue_message_paused"'
+_FLOW_SET = f'"{SCHEMA}"."queue_message_flow_set"'
+_BATCHES = f'"{SCHEMA}"."queue_message_batches"'
 _INSERT_ONE = sql.SQL(
     "WITH i AS (INSERT INTO {} (id, kind, queue, job_type, payload) "
     "VALUES (%s, 'job', %s, 'bench.Noop', %s::json) RETURNING queue) "
@@ -58,6 +60,7 @@ _PREFILL = sql.SQL(
 def _statement(name: str, values: dict[str, str]) -> str:
     lines = [line for line in _raw_queries()[name].splitlines() if not line.startswith("--")]
     text = "\n".join(lines).replace("{table}", _TABLE).replace("{paused}", _PAUSED)
+    text = text.replace("{flow_set}", _FLOW_SET).replace("{batches}", _BATCHES)
     text = text.replace("{{", "{").replace("}}", "}")
     text = text.rstrip().rstrip(";")
     return re.sub(r"%\((\w+)\)s", lambda m: values[m.group(1)], text)
@@ -72,13 +75,16 @@ def pgbench_script() -> str:
         {
             "kind": "'job'",
             "queue": f"'{QUEUE}'",
+            "app": "NULL",
             "job_types": "NULL",
             "limit": ":batch",
             "owner": owner,
             "lease": "300",
         },
     )
-    ack = _statement("ack", {"ids": ":ids", "attempts": ":attempts", "owner": owner})
+    ack = _statement(
+        "ack", {"ids": ":ids", "attempts": ":attempts", "owner": owner, "channel": "'bench_sql'"}
+    )
     # The claim is a WITH … SELECT whose last SELECT returns the rows (and the next due time);
     # the same statement with that SELECT aggregating the ids and attempts for \gset.
     body, last, _ = claim.rpartition("SELECT claimed.*")
