@@ -9,8 +9,10 @@ import asyncio
 import json
 import uuid
 
+import psycopg
 import pytest
 from click.testing import CliRunner
+from psycopg import sql
 
 from queuey import (
     Job,
@@ -157,3 +159,31 @@ async def test_the_sweep_deletes_a_batch_that_ended_longer_ago_than_retain(
         finally:
             worker.shutdown()
             await running
+
+
+async def test_an_expired_member_is_counted_failed(database_url: str, pg_schema: str) -> None:
+    async with PostgresBackend(database_url, schema=pg_schema, poll_interval="200ms") as backend:
+        producer = await Producer.create(Race, backend)
+        handle = await producer.enqueue_batch(
+            batch(Member(n=1), Member(n=2)).on_complete(Done.from_batch)
+        )
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            table = sql.Identifier(pg_schema, "queue_message")
+            past = sql.SQL("UPDATE {} SET expires_at = now() - interval '1 s' WHERE id = %s")
+            for job_id in handle.job_ids:  # as a message TTL would, once it has passed
+                await conn.execute(past.format(table), (job_id,))
+        await backend.sweep()
+        progress = await handle.progress()
+        assert (progress.failed, progress.pending, progress.ended) == (2, 0, True)
+        done: list[BatchProgress] = []
+        worker = _worker(backend, [], done)
+        running = asyncio.create_task(worker.run())
+        try:
+            for _ in range(200):
+                if done:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            worker.shutdown()
+            await running
+        assert [p.failed for p in done] == [2]

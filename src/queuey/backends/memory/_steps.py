@@ -95,7 +95,7 @@ class Steps:
         now in its workflow, and each step after it waits for them instead, their results in
         order in place of its own."""
         rows = [
-            StepRow(s["id"], s["queue"], s["job_type"], 0, s["payload"], 0, 0, None)
+            StepRow(s["id"], s["queue"], s["job_type"], 0, s["payload"], s.get("at", 0), 0, None)
             for s in spawned
         ]
         flow = self.flow_of.get(job_id)

@@ -536,7 +536,7 @@ class Store(SettleStatements):
 
     async def expire(self) -> int:
         """``expire``: dead-letter pending rows past their message TTL; returns the count."""
-        return await self._count("expire", {}, BACKGROUND_TIMEOUT)
+        return await self._count("expire", {"channel": self.channel}, BACKGROUND_TIMEOUT)
 
     async def prune(self, retain: float, limit: int) -> int:
         """``prune``: delete up to ``limit`` done rows older than ``retain`` seconds."""

@@ -1284,11 +1284,18 @@ SELECT id::text AS id, status FROM reclaimed
 WHERE (SELECT count(*) FROM ready) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
 
 -- name: expire
--- Pending rows past their queue's message TTL are dead-lettered, never dropped.
-UPDATE {table}
-SET status = 'failed', error = 'expired', processed_at = now(),
-    unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
-WHERE status = 'pending' AND expires_at <= now();
+-- Pending rows past their queue's message TTL are dead-lettered, never dropped; a member of a
+-- batch (migration 0017) is counted failed in its batch. One row per row expired.
+WITH expired AS (
+    UPDATE {table}
+    SET status = 'failed', error = 'expired', processed_at = now(),
+        unique_key = CASE WHEN unique_states & 8 = 0 THEN NULL ELSE unique_key END
+    WHERE status = 'pending' AND expires_at <= now()
+    RETURNING batch
+), batch_ended AS (
+    SELECT batch, false AS ok FROM expired
+), {batch_release}, {batch_wake}
+SELECT batch FROM expired WHERE (SELECT count(*) FROM batch_woke) >= 0;
 
 -- name: prune
 -- Retention: delete up to %(limit)s done rows older than %(retain)s seconds, and up to as many
