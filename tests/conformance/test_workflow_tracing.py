@@ -1,7 +1,8 @@
 """A workflow is one trace, on PostgreSQL and in memory: ``enqueue_workflow`` is one PRODUCER
 span ``send workflow`` and every run of every step (a retried one too) is its child, each
 carrying ``queuey.workflow.id``; the workflow steps' outcomes are counted in
-``queuey_workflow_steps_total{queue,outcome}`` (no label names a workflow)."""
+``queuey_workflow_steps_total{queue,outcome}`` (no label names a workflow). The jobs a step
+fans out to are in the trace too."""
 
 from __future__ import annotations
 
@@ -14,12 +15,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry
 
-from queuey import Producer, Worker
+from queuey import Job, JobContext, Producer, Worker
 from queuey.backends.base import Backend
 from queuey.backends.workflow_ops import WorkflowOps
 from queuey.observability import Metrics
-from queuey.workflows import chain, group
+from queuey.workflows import FanOut, chain, group, start
 from tests.integration.postgres.workflow_app import Count, Double, FlowQueues, Sum, register
+
+
+class Split(Job[FlowQueues, FanOut[int]], queue=FlowQueues.steps, name="flows.SplitTraced"):
+    text: str
 
 
 async def test_a_workflow_is_one_trace_and_its_steps_are_counted(backend: Backend) -> None:
@@ -69,3 +74,39 @@ async def test_a_workflow_is_one_trace_and_its_steps_are_counted(backend: Backen
         "queuey_workflow_steps_total", {"queue": FlowQueues.steps.name, "outcome": "succeeded"}
     )
     assert steps == 6
+
+
+async def test_jobs_a_step_fans_out_to_are_in_its_workflows_trace(backend: Backend) -> None:
+    if not isinstance(backend, WorkflowOps):
+        pytest.skip("the backend runs no workflows")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    producer = await Producer.create(FlowQueues, backend, tracing=provider)
+    worker = Worker(FlowQueues, backend, tracing=provider)
+
+    async def record(kind: str, key: str) -> None:
+        return None
+
+    register(worker, record)
+
+    @worker.handler(Split)
+    async def split(job: Split, ctx: JobContext) -> FanOut[int]:
+        return FanOut(Count(text=part) for part in job.text.split(" "))
+
+    running = asyncio.create_task(worker.run())
+    try:
+        flow = start(Split(text="a bb")).then_each(Sum.from_counts)
+        handle = await producer.enqueue_workflow(flow)
+        assert await handle.result(timeout=30) == 3
+    finally:
+        worker.shutdown()
+        await running
+    found = exporter.get_finished_spans()
+    (send,) = [s for s in found if s.kind is SpanKind.PRODUCER]
+    runs = [s for s in found if s.kind is SpanKind.CONSUMER]
+    assert len(runs) == 4  # the split, the two jobs it added, the sum
+    for span in runs:
+        assert send.context is not None and span.context is not None
+        assert span.context.trace_id == send.context.trace_id
+        assert (span.attributes or {})["queuey.workflow.id"] == handle.workflow_id

@@ -94,11 +94,23 @@ class Steps:
         """Step ``job_id`` fanned out (as ``ack_results`` does): its ``spawned`` jobs are due
         now in its workflow, and each step after it waits for them instead, their results in
         order in place of its own."""
+        flow = self.flow_of.get(job_id)
+        mine = [row for row in self.flows.get(flow or "", []) if row.job_id == job_id]
+        headers = dict(mine[0].headers) if mine else {}  # its workflow's id and trace context
         rows = [
-            StepRow(s["id"], s["queue"], s["job_type"], 0, s["payload"], s.get("at", 0), 0, None)
+            StepRow(
+                s["id"],
+                s["queue"],
+                s["job_type"],
+                0,
+                s["payload"],
+                s.get("at", 0),
+                0,
+                None,
+                headers,
+            )
             for s in spawned
         ]
-        flow = self.flow_of.get(job_id)
         if flow is not None:
             self.flows[flow].extend(rows)
             self.flow_of.update((row.job_id, flow) for row in rows)

@@ -731,7 +731,7 @@ acked AS (
     RETURNING m.id, m.queue, m.unique_states, m.result::jsonb AS result, m.batch, m.workflow,
               CASE WHEN jsonb_typeof(m.result::jsonb -> '__queuey_fan_out__') = 'array'
                    THEN m.result::jsonb -> '__queuey_fan_out__' END AS fan,
-              pg_notify(%(results_channel)s, m.id::text) AS told
+              m.headers, pg_notify(%(results_channel)s, m.id::text) AS told
 ), woke AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM done WHERE unique_states & 30 = 18) AS q
@@ -785,12 +785,13 @@ WITH {ack_results_done}, fanned AS (
     -- Dynamic fan-out (queuey.fan_out): a result whose key __queuey_fan_out__ lists jobs (id,
     -- job_type, queue, payload) adds those jobs to the row's workflow, due now, in this
     -- statement; each step after the row waits for them instead (their results at positions
-    -- 0.., in order).
-    SELECT done.id AS parent, done.workflow, f.n - 1 AS position, f.step
+    -- 0.., in order). They carry the row's headers (its workflow's id and trace context).
+    SELECT done.id AS parent, done.workflow, done.headers, f.n - 1 AS position, f.step
     FROM done, jsonb_array_elements(done.fan) WITH ORDINALITY AS f(step, n)
 ), spawned AS (
-    INSERT INTO {table} (id, kind, queue, job_type, status, payload, enqueued_at_ms, workflow)
-    SELECT r.id, 'job', r.queue, r.job_type, 'pending', r.payload, r.at, f.workflow
+    INSERT INTO {table} (id, kind, queue, job_type, status, payload, enqueued_at_ms, workflow,
+                         headers)
+    SELECT r.id, 'job', r.queue, r.job_type, 'pending', r.payload, r.at, f.workflow, f.headers
     FROM fanned AS f,
          jsonb_to_record(f.step) AS r(id uuid, queue text, job_type text, payload json, at bigint)
     ORDER BY f.parent, f.position
