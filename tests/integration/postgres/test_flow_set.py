@@ -73,6 +73,8 @@ async def test_limits_set_at_run_time_hold_across_workers_until_reset(
     changed = await admin.set_limits("setflow.work", [parse_limit("concurrency 1")])
     assert changed == "declared -> concurrency 1"
     assert await run_batch(backends, 100, 8) == 1  # the set cap holds across both workers
+    throttled = [t for b in backends for t in b.throttled() if t.queue == "setflow.work"]
+    assert any(t.limit == "concurrency" and t.claims > 0 for t in throttled)  # counted too
     assert await admin.set_limits("setflow.work", None) == "concurrency 1 -> declared"
     assert await run_batch(backends, 200, 8) > 1  # the declared limits again
     async with PgDashboardStore(database_url, schema=pg_schema) as store:

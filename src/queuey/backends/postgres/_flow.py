@@ -90,15 +90,18 @@ class FlowClaims:
         else:
             self._set.discard(key)
         if limited and held[0] is not None and held[1] is not None:
-            count_held(self.tally, config, (held[0], held[1]))
+            count_held(self.tally, config, (held[0], held[1]), every_kind=held[2])
         return held[2] and not limited
 
 
-def count_held(tally: ThrottleTally, config: QueueConfig, held: tuple[int, int]) -> None:
+def count_held(
+    tally: ThrottleTally, config: QueueConfig, held: tuple[int, int], every_kind: bool = False
+) -> None:
     """Tell ``tally`` what one claim of ``config``'s queue held back: ``held`` is the due rows
     its concurrency caps and its rate limits held back (a kind the queue declares no limit of
-    is not recorded)."""
-    kinds = {spec.per is None for spec in config.limits}
+    is not recorded, unless ``every_kind``: limits set at run time, whose kinds the claim
+    alone knows)."""
+    kinds = {True, False} if every_kind else {spec.per is None for spec in config.limits}
     if True in kinds:
         tally.record(config.name, "concurrency", int(held[0]))
     if False in kinds:
