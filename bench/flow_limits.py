@@ -196,5 +196,10 @@ async def main(mode: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "worker":
         asyncio.run(worker_main(sys.argv[2], sys.argv[3]))
+    elif sys.argv[1] == "proofs":
+        from bench import flow_proofs
+
+        names = sys.argv[2:] or list(flow_proofs.PROOFS)
+        sys.exit(asyncio.run(flow_proofs.main(names)))
     else:
         asyncio.run(main(sys.argv[1]))
