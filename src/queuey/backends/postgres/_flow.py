@@ -17,6 +17,7 @@ log = logging.getLogger("queuey.postgres")
 __all__ = [
     "CONCURRENCY_RECHECK",
     "SCAN",
+    "TAIL",
     "FlowClaims",
     "count_held",
     "limited_claim",
@@ -26,6 +27,9 @@ __all__ = [
 
 SCAN = 200
 """How many of a limited queue's oldest due rows a claim considers (in claim order)."""
+TAIL = 50
+"""How many of the newest due rows of each priority a limited claim considers too (rows enqueued
+behind a backlog of keys whose limits are full)."""
 CONCURRENCY_RECHECK = 0.2
 """Seconds after which a claim held back by a full concurrency cap looks again: a completion
 in another process sends no notification (one in this process wakes the claim at once)."""
@@ -54,7 +58,12 @@ def limits_json(limits: Sequence[LimitSpec]) -> str:
 def limited_claim(limits: Sequence[LimitSpec]) -> dict[str, Any]:
     """The parameters ``claim_limited`` adds to the claim's: ``limits`` (JSON: the declared
     limits, replaced in the statement by those set at run time), ``scan`` and ``recheck``."""
-    return {"limits": limits_json(limits), "scan": SCAN, "recheck": CONCURRENCY_RECHECK}
+    return {
+        "limits": limits_json(limits),
+        "scan": SCAN,
+        "tail": TAIL,
+        "recheck": CONCURRENCY_RECHECK,
+    }
 
 
 class FlowClaims:

@@ -26,6 +26,7 @@ from queuey.attempts import MAX_ATTEMPT_ERRORS
 from queuey.backends.base import JobInfo
 from queuey.backends.postgres._answer import NoAnswerError, answered, no_answer, publish_bound
 from queuey.backends.postgres._arrays import text_array
+from queuey.backends.postgres._claiming import after_lock
 from queuey.backends.postgres._errors import (
     DatabaseUnavailableError,
     KeyTakenError,
@@ -154,11 +155,9 @@ class Store(SettleStatements):
         try:
             with database_errors():
                 async with lend(timeout) as conn:
-                    if first is None:
+                    if first is None or params is None:
                         return await _statement(conn, statement, params, rows)
-                    async with conn.transaction():
-                        await conn.execute(first, params)
-                        return await _statement(conn, statement, params, rows)
+                    return await after_lock(conn, first, statement, params, rows)
         except DatabaseUnavailableError:
             await where.recheck()
             raise

@@ -385,9 +385,29 @@ FROM due LEFT JOIN claimed ON true;
 -- it started (its own snapshot is taken after this lock is granted).
 SELECT pg_advisory_xact_lock(hashtextextended(%(kind)s || ':' || %(queue)s, 29));
 
+-- part: limited_priorities
+-- The priorities of a limited queue's pending rows, each with its first row in claim order (a
+-- loose index scan over the claim index, as in claim): where limited_rows reads the newest
+-- due rows of each priority.
+priorities (priority, available_at, seq) AS (
+    (SELECT priority, available_at, seq FROM {table}
+     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+     ORDER BY priority DESC, available_at, seq LIMIT 1)
+    UNION ALL
+    SELECT first.* FROM priorities AS p
+    CROSS JOIN LATERAL (
+        SELECT t.priority, t.available_at, t.seq FROM {table} AS t
+        WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+          AND t.priority < p.priority
+        ORDER BY t.priority DESC, t.available_at, t.seq LIMIT 1
+    ) AS first
+)
+
 -- part: limited_rows
--- The CTEs claim_limited and flow_held share (a part is never run alone): the limits (lim), the
--- oldest %(scan)s due rows (cand), each one's key under each limit (keyed), what each key holds
+-- The CTEs claim_limited and flow_held share (a part is never run alone, and follows
+-- limited_priorities): the limits (lim), the rows considered (cand: the oldest %(scan)s due rows
+-- in claim order and the newest %(tail)s due rows of each priority, so that rows enqueued
+-- behind a long backlog of full keys are seen at once), each one's key under each limit (keyed), what each key holds
 -- (running, room), the rows each keyed limit admits (ranked, verdict, keyed_ok) and each whole
 -- limit's turn (whole); held counts the rows a limit of each kind holds back. A rate limit's
 -- room for a key is how many starts its pace allows now: with tat the later of the key's
@@ -403,16 +423,33 @@ lim AS MATERIALIZED (
 ), clock AS MATERIALIZED (
     SELECT clock_timestamp() AS t, extract(epoch FROM clock_timestamp())::float8 AS s
 ), cand AS MATERIALIZED (
-    SELECT id, job_type, payload, redeliveries, priority, available_at, seq FROM {table}
-    WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-      AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
-      AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
-      AND (unique_states & 30 <> 18
-           OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
-                          WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
-      AND NOT {paused_here}
-    ORDER BY priority DESC, available_at, seq
-    LIMIT %(scan)s
+    SELECT DISTINCT ON (d.id) d.* FROM (
+        (SELECT id, job_type, payload, redeliveries, priority, available_at, seq FROM {table}
+        WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+          AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
+          AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+          AND (unique_states & 30 <> 18
+               OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
+                              WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
+          AND NOT {paused_here}
+        ORDER BY priority DESC, available_at, seq
+        LIMIT %(scan)s)
+        UNION ALL
+        SELECT newest.* FROM priorities AS p CROSS JOIN LATERAL (
+            SELECT id, job_type, payload, redeliveries, priority, available_at, seq FROM {table}
+            WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+              AND priority = p.priority
+              AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
+              AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+              AND (unique_states & 30 <> 18
+                   OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
+                                  WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
+              AND NOT {paused_here}
+            ORDER BY available_at DESC, seq DESC
+            LIMIT %(tail)s
+        ) AS newest
+    ) AS d
+    ORDER BY d.id
 ), keyed AS MATERIALIZED (
     SELECT c.id, c.priority, c.available_at, c.seq, l.n, l.cap, l.per, l.bucket,
            json_array_length(l.fields) > 0 AS by_key,
@@ -492,19 +529,7 @@ lim AS MATERIALIZED (
 -- held_concurrency, held_rate (on every row): how many of the due rows considered a limit of
 -- that kind held back (a row held by both kinds counts in both), for the throttle metrics.
 -- Otherwise as claim (suspects claimed alone, unique keys, a paused queue yields nothing).
-WITH RECURSIVE priorities (priority, available_at, seq) AS (
-    (SELECT priority, available_at, seq FROM {table}
-     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-     ORDER BY priority DESC, available_at, seq LIMIT 1)
-    UNION ALL
-    SELECT first.* FROM priorities AS p
-    CROSS JOIN LATERAL (
-        SELECT t.priority, t.available_at, t.seq FROM {table} AS t
-        WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
-          AND t.priority < p.priority
-        ORDER BY t.priority DESC, t.available_at, t.seq LIMIT 1
-    ) AS first
-), {limited_rows}, picked AS (
+WITH RECURSIVE {limited_priorities}, {limited_rows}, picked AS (
     SELECT c.id, c.redeliveries, c.priority, c.available_at, c.seq, c.turn
     FROM keyed_ok AS c
     LEFT JOIN (SELECT DISTINCT w.id FROM whole AS w WHERE w.turn > w.room) AS over
@@ -572,7 +597,7 @@ FROM due CROSS JOIN held LEFT JOIN claimed ON true;
 -- name: flow_held
 -- Read-only (queuey status): how many due rows of a queue with flow limits the limits hold back
 -- now, per kind, counted as claim_limited counts them (among the oldest %(scan)s due rows).
-WITH {limited_rows}
+WITH RECURSIVE {limited_priorities}, {limited_rows}
 SELECT held_concurrency, held_rate FROM held;
 
 -- name: flow_keys
