@@ -199,6 +199,8 @@ class SyncJobHandle(EnqueueResult, Generic[T]):
         inserted: as for ``EnqueueResult``.
     """
 
+    workflow_id: str | None = None
+    """The workflow whose last step this is (``enqueue_workflow``), else ``None``."""
     _backend: object
     _adapter: TypeAdapter[T]
 

@@ -37,11 +37,26 @@ def test_a_workflow_enqueued_from_sync_code_stores_its_steps_at_once() -> None:
         assert handle.job_id == str(handle)
 
 
+def test_a_workflow_is_shown_and_cancelled_from_sync_code() -> None:
+    with sync.ThreadedBackend(MemoryBackend()) as backend:
+        producer = sync.Producer.create(Flow, backend)
+        handle = producer.enqueue_workflow(chain(Start(n=2), Double.from_start))
+        assert handle.workflow_id is not None
+        info = producer.workflow(handle.workflow_id)
+        assert info is not None and [s.state for s in info.steps] == ["pending", "waiting"]
+        done = producer.cancel_workflow(handle)  # by a step's job id
+        assert (done.cancelled, done.requested) == (2, 0)
+        ended = producer.workflow(handle)
+        assert ended is not None and ended.state == "cancelled"
+
+
 def test_a_sync_backend_without_workflows_refuses_before_storing() -> None:
     backend = SyncPostgresBackend("postgresql://nobody@127.0.0.1:1/none")  # never opened
     producer = sync.Producer.undeclared(Flow, backend)
     with pytest.raises(NotSupportedError, match="SyncPostgresBackend cannot run workflows"):
         producer.enqueue_workflow(chain(Start(n=2), Double.from_start))
+    with pytest.raises(NotSupportedError, match="SyncPostgresBackend cannot run workflows"):
+        producer.cancel_workflow("0d6c9c7e-7b43-4a5e-9d0e-8f7b6a5c4d3e")
 
 
 class Tally(Job[Flow], queue=Flow.steps, name="syncflow.Tally"):

@@ -30,6 +30,7 @@ from queuey.backends.base import (
 )
 from queuey.backends.batches import BatchBackend, BatchProgress, batches_refused
 from queuey.backends.steps import StepEdge, StepRow, WorkflowBackend, workflows_refused
+from queuey.backends.workflow_ops import WorkflowCancel, WorkflowInfo, WorkflowOps
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, ConfigError, NotSupportedError, ShutDownError
 from queuey.queues import QueueConfig
@@ -285,6 +286,27 @@ class ThreadedBackend:
         if _running_loop() is loop:
             raise RuntimeError("queuey.sync was called from its backend's own event loop")
         return loop
+
+    def cancel_workflow(self, workflow_id: str) -> WorkflowCancel:
+        """As ``WorkflowOps.cancel_workflow``, on the loop.
+
+        Raises:
+            NotSupportedError: the backend runs no workflows (RabbitMQ).
+        """
+        return self._call(self._workflow_ops().cancel_workflow(workflow_id))
+
+    def workflow(self, workflow_id: str) -> WorkflowInfo | None:
+        """As ``WorkflowOps.workflow``, on the loop.
+
+        Raises:
+            NotSupportedError: the backend runs no workflows (RabbitMQ).
+        """
+        return self._call(self._workflow_ops().workflow(workflow_id))
+
+    def _workflow_ops(self) -> WorkflowOps:
+        if not isinstance(self.backend, WorkflowOps):
+            raise workflows_refused(self.backend)
+        return self.backend
 
     def job(self, job_id: str) -> JobInfo | None:
         """As ``JobLookup.job``, on the loop.

@@ -22,6 +22,7 @@ from typing import Any, TypeVar, cast, overload
 from pydantic import TypeAdapter
 
 from queuey._job_batch import job_ids
+from queuey._runtime.loop_thread import ThreadedBackend
 from queuey._runtime.producer_base import ProducerBase, sending_for, workflow_sending
 from queuey._runtime.transactions import connection_for
 from queuey.backends.base import (
@@ -34,6 +35,7 @@ from queuey.backends.base import (
     UniqueBackend,
 )
 from queuey.backends.steps import WORKFLOW_HEADER, SyncWorkflowBackend, workflows_refused
+from queuey.backends.workflow_ops import WorkflowCancel, WorkflowInfo
 from queuey.batches import SyncBatchProducing
 from queuey.durations import Duration
 from queuey.envelope import Envelope
@@ -299,7 +301,32 @@ class Producer(ProducerBase[Q], SyncBatchProducing):
             rows, edges = self._workflow_rows(flow, headers)
             backend.start_workflow(workflow_id, rows, edges)
         adapter = flow.last.job_class.__queuey_result__ or _adapter(Any)
-        return SyncJobHandle(flow.last.job_id, backend, adapter)
+        handle = SyncJobHandle(flow.last.job_id, backend, adapter)
+        handle.workflow_id = workflow_id
+        return handle
+
+    def cancel_workflow(self, workflow_id: str) -> WorkflowCancel:
+        """As the async ``Producer.cancel_workflow``, blocking (``ThreadedBackend`` over
+        PostgreSQL or memory).
+
+        Raises:
+            NotSupportedError: the backend runs no workflows; ConfigError, BackendError: as
+                for the async one.
+        """
+        return self._threaded().cancel_workflow(workflow_id)
+
+    def workflow(self, workflow_id: str) -> WorkflowInfo | None:
+        """As the async ``Producer.workflow``, blocking.
+
+        Raises:
+            NotSupportedError, ConfigError, BackendError: as for ``cancel_workflow``.
+        """
+        return self._threaded().workflow(workflow_id)
+
+    def _threaded(self) -> ThreadedBackend:
+        if not isinstance(self.backend, ThreadedBackend):
+            raise workflows_refused(self.backend)
+        return self.backend
 
     def result(self, job_id: str, result_type: type[T], *, timeout: Duration | None = None) -> T:
         """As the async ``Producer.result``, blocking the calling thread.

@@ -56,11 +56,11 @@ async def running(
 
 
 async def _state(producer: Producer[FlowQueues], job_id: str, state: str) -> None:
-    for _ in range(300):
+    for _ in range(600):  # 60 s: generous on a loaded machine
         info = await producer.job(job_id)
         if info is not None and info.state == state:
             return
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
     raise AssertionError(f"job {job_id} never reached {state}: {info}")
 
 
