@@ -14,7 +14,7 @@ from psycopg.rows import class_row
 
 from queuey.backends.flow_view import FlowKey, FlowQueue, LimitsSet
 from queuey.backends.postgres._errors import database_errors
-from queuey.backends.postgres._flow import CONCURRENCY_RECHECK, SCAN, limits_json
+from queuey.backends.postgres._flow import limited_claim, limits_json
 from queuey.backends.postgres._sql import Statements
 from queuey.limits import LimitSpec, shown_limits
 
@@ -101,7 +101,7 @@ class FlowActions:
         for row in await self._rows("flow_queues", {}, _Limited):
             params: dict[str, Any] = {"kind": row.kind, "queue": row.queue, "app": None}
             params["job_types"] = None
-            params |= {"limits": row.declared, "scan": SCAN, "recheck": CONCURRENCY_RECHECK}
+            params |= limited_claim(()) | {"limits": row.declared}  # the claim's own
             await self.open()
             with database_errors():
                 async with self._pool.connection() as conn:

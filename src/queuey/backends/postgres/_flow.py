@@ -3,6 +3,7 @@ statement reads them, and which claim a queue's claims run (``FlowClaims``)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -30,6 +31,8 @@ SCAN = 200
 TAIL = 50
 """How many of the newest due rows of each priority a limited claim considers too (rows enqueued
 behind a backlog of keys whose limits are full)."""
+RECORD_SECS = 5.0
+"""How long a worker's start waits, at most, to record its declared limits for the dashboard."""
 CONCURRENCY_RECHECK = 0.2
 """Seconds after which a claim held back by a full concurrency cap looks again: a completion
 in another process sends no notification (one in this process wakes the claim at once)."""
@@ -133,7 +136,9 @@ async def record_declared(store: _Counts, queues: Sequence[QueueConfig]) -> None
     ]
     if not rows:
         return
-    try:
-        await store._count("declare_limits", {"rows": json.dumps(rows)})
+    try:  # at most RECORD_SECS: a database that does not answer never holds a worker's start
+        await asyncio.wait_for(
+            store._count("declare_limits", {"rows": json.dumps(rows)}, RECORD_SECS), RECORD_SECS
+        )
     except Exception as exc:  # the dashboard's view only: never the worker's concern
         log.debug("could not record the declared flow limits: %s", exc)
