@@ -607,7 +607,7 @@ SELECT held_concurrency, held_rate FROM held;
 -- its cap, the starts it may make now (room), the rows it holds back, and, for a rate limit with
 -- no room, the seconds until its pace allows the next start. Keys holding rows back first, at
 -- most 200.
-WITH {limited_rows}
+WITH RECURSIVE {limited_priorities}, {limited_rows}
 SELECT r.n, r.key, r.per IS NULL AS capped, l.cap, r.waiting::int AS waiting,
        CASE WHEN r.per IS NULL THEN l.cap - r.room END::int AS running,
        greatest(r.room, 0)::int AS room,
