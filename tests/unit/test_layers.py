@@ -314,12 +314,12 @@ def test_the_checker_finds_a_cycle() -> None:
 
 
 def test_the_checker_tells_a_private_module_of_another_package() -> None:
-    assert reaches_private("cli._ops", "backends.postgres._admin")
+    assert reaches_private("cli._failed", "backends.postgres._admin")
     assert reaches_private("dashboard.app", "backends.postgres._dashboard")
     assert not reaches_private("backends.postgres._store", "backends.postgres._sql")
     assert not reaches_private("backends.postgres", "backends.postgres._admin")
     assert not reaches_private("backends.postgres._store", "_payload")
-    assert not reaches_private("cli._ops", "cli._ops_view")
+    assert not reaches_private("cli._failed", "cli._ops_view")
 
 
 def test_the_layer_table_reads_as_intended() -> None:

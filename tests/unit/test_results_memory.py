@@ -94,7 +94,7 @@ def test_the_sync_postgres_backend_refuses_a_job_with_a_result() -> None:
 
 
 def test_jobs_show_prints_the_progress_and_the_result() -> None:
-    from queuey.cli._jobs_show import job_json, job_text
+    from queuey.cli._jobs import job_json, job_text
 
     info = JobInfo(
         id="5f1c1f7e-0000-4000-8000-000000000000",

@@ -1,12 +1,12 @@
 """The ``queuey`` command line: thin wrappers that parse arguments and call the library.
 
-The root group and the shared helpers are in ``_root``; commands live beside it and are
-imported when run (``_lazy`` says which module defines which command): ``_jobs`` (demo, worker,
-db migrate), ``_run`` (run), ``_publish`` (publish), ``_serve`` (serve), ``_ops`` (status, failed),
-``_jobs_cmd`` (jobs cancel) and ``_jobs_show`` (jobs show), both on the ``jobs`` group of
-``_jobs_group``, ``_schedules`` (schedules list|pause|resume), ``workflows`` (workflows
-list|show|cancel) and ``_dashboard`` (dashboard). Exit codes: 0 done, 1
-nothing found, 2 bad usage, 3 the server cannot be reached. Messages never show a DSN password.
+One module per command or group, named after it and imported only when that command runs
+(``_lazy.COMMANDS``): ``_demo``, ``_worker``, ``_db``, ``_run`` (``run``, ``--http`` included),
+``_publish``, ``_serve``, ``_dashboard``, ``_status``, ``_failed``, ``_jobs``, ``_queues``,
+``_schedules`` and ``_workflows``. What they share: the root group and its helpers in
+``_root``, the options in ``_options``, the app file of the topic commands in ``_app``, the
+``Admin`` of the database commands in ``_admin``. Exit codes: 0 done, 1 nothing found, 2 bad
+usage, 3 the server cannot be reached. Messages never show a DSN password.
 """
 
 from __future__ import annotations

@@ -1,295 +1,155 @@
-"""Commands of the typed-job face: ``queuey demo``, ``queuey worker``, ``queuey db migrate``."""
+"""``queuey jobs show|cancel ID``: one job (or topic message) by the id ``enqueue`` returned,
+on PostgreSQL.
+
+``show`` says where it is, whatever its state (pending, scheduled, running, done or failed):
+its state, attempts, due time, last error, every failed attempt's error (type, message,
+traceback, time, worker) and payload, as text or JSON; times are shown in UTC. ``cancel``
+cancels it (``Admin.cancel``)."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import os
-from collections.abc import Awaitable, Callable
+import json
+import uuid
+from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.table import Table
-from rich.text import Text
 
-from queuey._terminal import printable
-from queuey.backends.base import Backend
-from queuey.cli._observe import log_format_option, observe_options, observing
-from queuey.cli._options import AMQP_URL, DATABASE_URL, SCHEMA, remember_option
-from queuey.cli._processes import processes_option, supervise
-from queuey.cli._root import (
-    describe_backend,
-    echo_json,
-    fail,
-    load_attr,
-    main,
-    require,
-    run_async,
-    run_until_signal,
-    starting,
-    wide_console,
-)
-from queuey.demo import DEFAULT_PREFIX, Tour, declare_tour, run_tour
-from queuey.errors import QueueyError
-from queuey.queues import Queue
-from queuey.worker import Worker
+from queuey._terminal import printable_json
+from queuey.backends.base import JobInfo
+from queuey.cli._admin import admin_for
+from queuey.cli._attempts_view import errors_json, errors_text
+from queuey.cli._ops_view import format_age, labelled
+from queuey.cli._options import DATABASE_URL, JSON, SCHEMA
+from queuey.cli._root import EXIT_NOT_FOUND, echo_json, fail, main, run_async
+
+__all__ = ["cancel_command", "job_json", "job_text", "jobs", "show"]
 
 
-async def _open_backend(
-    kind: str, database_url: str | None, amqp_url: str | None, schema: str
-) -> Backend:
-    if kind == "postgres":
-        from queuey.backends.postgres import PostgresBackend
-
-        url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
-        return await PostgresBackend.connect(url, schema=schema, migrate=True)
-    if kind == "rabbitmq":
-        try:
-            rabbitmq = importlib.import_module("queuey.backends.rabbitmq")
-        except ImportError as exc:
-            fail(str(exc))
-        url = require(amqp_url, "amqp url", "QUEUEY_AMQP_URL")
-        backend: Backend = await rabbitmq.RabbitMqBackend.connect(url)
-        return backend
-    from queuey.backends.memory import MemoryBackend
-
-    return MemoryBackend()
+@main.group("jobs")
+def jobs() -> None:
+    """One job (or topic message) by its id (PostgreSQL): show or cancel it."""
 
 
-@main.command()
-@click.option(
-    "--backend",
-    "kind",
-    type=click.Choice(["memory", "postgres", "rabbitmq"]),
-    default="memory",
-    show_default=True,
-)
-@DATABASE_URL
-@AMQP_URL
-@click.option(
-    "--schema", default="queuey_demo", show_default=True, help="PostgreSQL schema the demo uses."
-)
-@click.option(
-    "--prefix",
-    default=DEFAULT_PREFIX,
-    show_default=True,
-    help="Prefix of the demo's queue names (<prefix>.emails ...), so demos sharing a broker or "
-    "a database do not meet. Each run empties its own queues first.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def demo(
-    kind: str,
-    database_url: str | None,
-    amqp_url: str | None,
-    schema: str,
-    prefix: str,
-    as_json: bool,
-) -> None:
-    """Run the six-job tour and print per queue acked / dead / pending."""
-    try:
-        tour = declare_tour(prefix)
-    except QueueyError as exc:
-        fail(f"--prefix: {exc}")
-
-    async def run() -> Any:
-        backend = await _open_backend(kind, database_url, amqp_url, schema)
-        try:
-            await _reset_demo(backend, tour)
-            return await run_tour(backend, prefix=prefix)
-        finally:
-            await backend.close()
-
-    summary = run_async(run())
-    if as_json:
-        echo_json(summary.as_json())
-        return
-    table = Table(title=f"queuey demo on {kind}")
-    for column in ("queue", "acked", "dead", "pending"):
-        table.add_column(column)
-    for name, counts in summary.queues.items():
-        table.add_row(
-            Text(printable(name)), *(str(counts[k]) for k in ("acked", "dead", "pending"))
-        )
-    console = wide_console()
-    console.print(table)
-    for dead in summary.dead_letters:
-        line = (
-            f"dead letter on {dead['queue']} ({dead['job_type']}, attempt "
-            f"{dead['attempt']}): {dead['reason']}"
-        )
-        console.print(Text(printable(line)))
-    console.print(f"done: {summary.settled} settled")
+def job_json(job: JobInfo) -> dict[str, Any]:
+    """The ``jobs show --json`` document (shape in the command's help)."""
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "queue": job.queue,
+        "job_type": job.job_type,
+        "state": job.state,
+        "attempts": job.attempts,
+        "redeliveries": job.redeliveries,
+        "deferrals": job.deferrals,
+        "priority": job.priority,
+        "due_at": job.due_at.astimezone(UTC).isoformat(),
+        "last_error": job.last_error,
+        "errors": errors_json(job.errors),
+        "payload": job.payload,
+        "progress": None if job.progress is None else asdict(job.progress),
+        "result": job.result,
+        "cancel_requested": job.cancel_requested,
+    }
 
 
-async def _reset_demo(backend: Backend, tour: Tour) -> None:
-    purge: Callable[[list[str]], Awaitable[int]] | None = getattr(backend, "purge", None)
-    if purge is not None:
-        await purge([queue.name for queue in tour.queues.all()])
+def _state(job: JobInfo, now: datetime) -> str:
+    """The state, saying when a pending job is due ("pending, scheduled: due in 4m 05s") and
+    when a running one's cancel was asked for."""
+    if job.cancel_requested:
+        return f"{job.state}, cancel requested: it ends cancelled when its run ends"
+    if job.state != "pending":
+        return job.state
+    wait = (job.due_at - now).total_seconds()
+    if wait > 0:
+        return f"pending, scheduled: due in {format_age(wait)}"
+    return f"pending, due for {format_age(-wait)}"
 
 
-@main.command("worker")
-@click.argument("target")
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    help="Jobs run at once (default: the worker's own; with --queues, the sum of those queues' "
-    "prefetch).",
-)
-@click.option(
-    "--queues",
-    "queue_names",
-    help="Consume only these queues: comma-separated names (myapp.emails) or attributes of the "
-    "worker's QueueSet (emails).",
-)
-@click.option(
-    "--database-url",
-    envvar="QUEUEY_DATABASE_URL",
-    callback=remember_option,
-    help="Set QUEUEY_DATABASE_URL to this before TARGET is imported, for the app to read.",
-)
-@click.option(
-    "--amqp-url",
-    envvar="QUEUEY_AMQP_URL",
-    callback=remember_option,
-    help="Set QUEUEY_AMQP_URL to this before TARGET is imported, for the app to read.",
-)
-@processes_option
-@observe_options
-@log_format_option
-def worker_command(
-    target: str,
-    concurrency: int | None,
-    queue_names: str | None,
-    database_url: str | None,
-    amqp_url: str | None,
-    processes: int,
-) -> None:
-    """Run TARGET until SIGINT/SIGTERM, then shut it down gracefully.
-
-    TARGET is module:attribute naming a Worker (worker = Worker(AppQueues,
-    PostgresBackend(url))) or a factory taking no arguments that returns one (def or async
-    def). A backend that is not open yet is opened first; the backend is closed at exit.
-    """
-    supervise(processes, "worker")
-    for name, url in (("QUEUEY_DATABASE_URL", database_url), ("QUEUEY_AMQP_URL", amqp_url)):
-        if url:
-            os.environ[name] = url
-    obj = load_attr(target)
-
-    async def serve() -> None:
-        worker = await _resolve_worker(target, obj)
-        try:
-            worker = _configured(worker, queue_names, concurrency)
-            await _open(worker.backend)
-            queues = [queue.name for queue in worker.queues]
-            where = describe_backend(worker.backend)
-
-            def ready() -> None:
-                starting("worker", "queues", queues, where, worker.concurrency)
-
-            async with observing(worker):
-                await run_until_signal(worker.run, worker.shutdown, ready)
-        finally:
-            await worker.backend.close()
-
-    run_async(serve())
+def job_text(job: JobInfo, now: datetime | None = None) -> str:
+    """Labelled fields (with the last progress reported, if any), then the payload (and a done
+    job's result) as indented JSON, the last error in full, and each failed attempt's error
+    with its traceback."""
+    fields = [
+        ("id", job.id),
+        ("kind", job.kind),
+        ("queue" if job.kind == "job" else "topic", job.queue),
+        ("job type" if job.kind == "job" else "subscriber", job.job_type),
+        ("state", _state(job, now or datetime.now(UTC))),
+        ("attempts", str(job.attempts)),
+        ("redeliveries", str(job.redeliveries)),
+        ("deferrals", str(job.deferrals)),
+        ("priority", str(job.priority)),
+        ("due at", job.due_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
+    ]
+    if job.progress is not None:
+        fields.append(("progress", str(job.progress)))
+    text = labelled(fields, job.payload, job.last_error, errors_text(job.errors))
+    if job.result is None:
+        return text
+    result = printable_json(json.dumps(job.result, indent=2, ensure_ascii=False))
+    head, _, tail = text.partition("\n\nlast error:")
+    return f"{head}\n\nresult:\n{result}\n\nlast error:{tail}"
 
 
-_FACTORY_HINT = (
-    "point TARGET at a Worker (worker = Worker(AppQueues, backend)) or at a factory taking no "
-    "arguments that returns one (async def build() -> Worker: ...)"
-)
-
-
-async def _resolve_worker(target: str, obj: object) -> Worker[Any]:
-    """``obj`` if it is a Worker, else what calling (and awaiting) the factory ``obj`` gives."""
-    if isinstance(obj, Worker):
-        return obj
-    if not callable(obj):
-        raise click.UsageError(
-            f"{target} is of type {type(obj).__name__}, not a Worker: {_FACTORY_HINT}"
-        )
-    try:
-        inspect.signature(obj).bind()
-    except (TypeError, ValueError):
-        raise click.UsageError(f"{target} takes arguments: {_FACTORY_HINT}") from None
-    made = obj()
-    if inspect.isawaitable(made):
-        made = await made
-    if not isinstance(made, Worker):
-        raise click.UsageError(
-            f"{target} returned an object of type {type(made).__name__}, not a Worker: "
-            f"{_FACTORY_HINT}"
-        )
-    return made
-
-
-def _configured(
-    worker: Worker[Any], queue_names: str | None, concurrency: int | None
-) -> Worker[Any]:
-    """``worker`` itself, or (with ``--queues`` or ``--concurrency``) a copy with its handlers
-    and options that consumes those queues (by default the worker's) with that concurrency (by
-    default the sum of the queues' prefetch, as ``Worker`` does)."""
-    if queue_names is None and concurrency is None:
-        return worker
-    queues = worker.queues if queue_names is None else _select(worker, queue_names)
-    return worker.replace(queues=queues, concurrency=concurrency)
-
-
-def _select(worker: Worker[Any], queue_names: str) -> list[Queue]:
-    """The queues ``--queues`` names: each a full name or an attribute of the worker's set."""
-    queue_set = worker.queue_set
-    chosen: list[Queue] = []
-    for name in (part.strip() for part in queue_names.split(",")):
-        if not name:
-            continue
-        attribute = getattr(queue_set, name, None) if name.isidentifier() else None
-        try:
-            queue = attribute if isinstance(attribute, Queue) else queue_set.by_name(name)
-        except KeyError:
-            known = ", ".join(q.name for q in queue_set.all())
-            raise click.UsageError(
-                f"--queues: {name!r} is not a queue of {queue_set.__name__} (it has {known})"
-            ) from None
-        if queue not in chosen:
-            chosen.append(queue)
-    if not chosen:
-        raise click.UsageError("--queues: name at least one queue")
-    return chosen
-
-
-async def _open(backend: object) -> None:
-    """Open ``backend`` if it has an ``open`` (PostgreSQL, RabbitMQ; a no-op when it is open)."""
-    open_backend = getattr(backend, "open", None)
-    if callable(open_backend):
-        await open_backend()
-
-
-@main.group()
-def db() -> None:
-    """Database schema commands."""
-
-
-@db.command("migrate")
+@jobs.command("show")
+@click.argument("job_id", metavar="ID", type=click.UUID)
 @DATABASE_URL
 @SCHEMA
-def db_migrate(database_url: str | None, schema: str) -> None:
-    """Create or upgrade the schema (safe to run concurrently: takes an advisory lock)."""
-    from queuey.backends.postgres import migrate
+@JSON
+def show(job_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool) -> None:
+    """One job (or topic message) by ID, whatever its state: pending (due now or scheduled),
+    running, done or failed, with its attempts, due time, last error, every failed attempt's
+    error (type, message, traceback, time, worker; the latest 10) and payload. Exits 1
+    when there is no such job (done jobs are deleted after the backend's `retain`, 24 h by
+    default).
 
-    url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
-    applied = run_async(migrate(url, schema=schema))
-    click.echo(_migrated(schema, applied))
+    \b
+    --json prints one object:
+      {"id": str, "kind": "job" | "topic", "queue": str, "job_type": str,
+       "state": "pending" | "running" | "done" | "failed" | "cancelled", "attempts": int,
+       "redeliveries": int, "deferrals": int, "priority": int,
+       "due_at": ISO 8601 str (UTC), "last_error": str | null,
+       "errors": [{"attempt": int, "type": str | null, "message": str,
+                   "traceback": str | null, "at": ISO 8601 str, "worker": str}],
+       "payload": any,
+       "progress": {"fraction": float, "done": int | null, "total": int | null,
+                    "note": str | null} | null, "result": any,
+       "cancel_requested": bool}
+    where due_at is when a pending job may run next (later than now: scheduled),
+    progress is the last its handler reported (ctx.progress) and result a done job's
+    stored result (null when its job type declares none), and cancel_requested is true
+    for a running job whose cancel was asked for (it ends cancelled when its run ends).
+    """
+    job = run_async(admin_for(database_url, schema).job(job_id))
+    if job is None:
+        fail(f"no job with id {job_id} in schema {schema}", EXIT_NOT_FOUND)
+    if as_json:
+        echo_json(job_json(job))
+    else:
+        click.echo(job_text(job))
 
 
-def _migrated(schema: str, applied: list[str]) -> str:
-    """What ``db migrate`` did, in the version numbers a schema error names (numbers have gaps,
-    so the count of applied migrations is not the version)."""
-    from queuey.backends.postgres import LATEST_VERSION
-
-    if not applied:
-        return f"schema {schema!r}: already at version {LATEST_VERSION} (nothing to apply)"
-    return (
-        f"schema {schema!r}: now at version {LATEST_VERSION} "
-        f"(applied {len(applied)} migration(s): {', '.join(applied)})"
-    )
+@jobs.command("cancel")
+@click.argument("job_id", metavar="ID", type=click.UUID)
+@DATABASE_URL
+@SCHEMA
+def cancel_command(job_id: uuid.UUID, database_url: str | None, schema: str) -> None:
+    """Cancel job ID. A pending or scheduled job becomes cancelled and never runs. A running
+    one is asked to stop: its worker is told (its handler sees ctx.cancelled, and an async one
+    is stopped after the worker's cancel grace); it stays running, held by that worker, until
+    its run ends, then it is cancelled (not retried, any other outcome refused). A plain (def)
+    handler that ignores ctx.cancelled runs to its end first. A cancelled job is listed,
+    retried or discarded with `queuey failed list|retry|discard --cancelled`. Exits 1 when no
+    pending, scheduled or running job has that id."""
+    result = run_async(admin_for(database_url, schema).cancel(job_id))
+    if result == "cancelled":
+        click.echo(f"cancelled job {job_id}")
+    elif result == "requested":
+        click.echo(
+            f"job {job_id} is running: its worker was told to stop it; it stays running until "
+            "its run ends, then it is cancelled"
+        )
+    else:
+        fail(f"no pending, scheduled or running job with id {job_id}", EXIT_NOT_FOUND)

@@ -1,10 +1,11 @@
 """The root group's commands, imported when one is run: ``queuey --version`` and ``queuey
 --help`` import none of them (nor pydantic, psycopg or rich), so they answer at once.
 
-``COMMANDS`` names, per top-level command, the modules that define it and the short help
-``--help`` prints; a test checks both against the commands themselves. A module that
-registers a new command (or a subcommand on another module's group) must be listed here, or
-the command is never reached: ``tests/unit/test_cli_startup.py`` fails until it is.
+``COMMANDS`` names, per top-level command, the one module that defines it (named after it:
+``run`` in ``_run``, the whole ``jobs`` group in ``_jobs``) and the short help ``--help``
+prints; a test checks both against the commands themselves. A module that registers a new
+command must be listed here, or the command is never reached:
+``tests/unit/test_cli_startup.py`` fails until it is.
 """
 
 from __future__ import annotations
@@ -19,45 +20,45 @@ __all__ = ["COMMANDS", "LazyGroup", "level_of", "verbose_everywhere"]
 
 _CLI = "queuey.cli."
 
-COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
+COMMANDS: dict[str, tuple[str, str]] = {
     "dashboard": (
-        ("_dashboard",),
+        "_dashboard",
         "Serve the dashboard at <base>/dashboard/ until SIGINT/SIGTERM.",
     ),
-    "db": (("_jobs",), "Database schema commands."),
-    "demo": (("_jobs",), "Run the six-job tour and print per queue acked / dead / pending."),
+    "db": ("_db", "Database schema commands."),
+    "demo": ("_demo", "Run the six-job tour and print per queue acked / dead / pending."),
     "failed": (
-        ("_ops",),
+        "_failed",
         "Rows that failed for good (or, with --cancelled, cancelled ones): list, show, retry or "
         "discard them (safe while workers run).",
     ),
     "jobs": (
-        ("_jobs_group", "_jobs_cmd", "_jobs_show"),
+        "_jobs",
         "One job (or topic message) by its id (PostgreSQL): show or cancel it.",
     ),
     "publish": (
-        ("_publish",),
+        "_publish",
         "Publish PAYLOAD (JSON, default {}) to TOPIC and print the publication as JSON.",
     ),
     "run": (
-        ("_run",),
+        "_run",
         "Run the app's topic subscribers until SIGINT/SIGTERM, then shut down gracefully.",
     ),
     "queues": (
-        ("_queues",),
+        "_queues",
         "Pause, resume and set the flow limits of a queue for every worker (PostgreSQL).",
     ),
-    "schedules": (("_schedules",), "List, pause and resume periodic schedules (PostgreSQL)."),
-    "serve": (("_serve",), "Serve POST <base>/queues/{topic} until SIGINT/SIGTERM."),
+    "schedules": ("_schedules", "List, pause and resume periodic schedules (PostgreSQL)."),
+    "serve": ("_serve", "Serve POST <base>/queues/{topic} until SIGINT/SIGTERM."),
     "status": (
-        ("_ops",),
+        "_status",
         "Per queue: rows due now (pending), delayed or waiting for a retry (scheduled), running, "
         "failed, and workflow steps whose parents have not ended (waiting), and how long the "
         "oldest due row has waited (database clock).",
     ),
-    "worker": (("_jobs",), "Run TARGET until SIGINT/SIGTERM, then shut it down gracefully."),
+    "worker": ("_worker", "Run TARGET until SIGINT/SIGTERM, then shut it down gracefully."),
     "workflows": (
-        ("workflows",),
+        "_workflows",
         "Workflows (PostgreSQL): list them, show one step by step, cancel one.",
     ),
 }
@@ -109,11 +110,10 @@ class LazyGroup(click.Group):
         return self.commands.get(cmd_name)
 
     def load(self, cmd_name: str) -> None:
-        """Import the modules that define ``cmd_name`` (they register it on this group) and give
+        """Import the module that defines ``cmd_name`` (it registers it on this group) and give
         every command under it its own ``-v``."""
         self.loaded.add(cmd_name)
-        for module in COMMANDS[cmd_name][0]:
-            importlib.import_module(_CLI + module)
+        importlib.import_module(_CLI + COMMANDS[cmd_name][0])
         command = self.commands.get(cmd_name)
         if isinstance(command, click.Group):
             verbose_everywhere(command)

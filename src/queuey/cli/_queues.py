@@ -14,17 +14,20 @@ log (who, when, old -> new). ``show`` lists the pauses and the limits set; ``--j
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 import click
 
 from queuey._terminal import printable
-from queuey.cli._options import DATABASE_URL, SCHEMA
-from queuey.cli._root import echo_json, fail, main, require
-from queuey.cli._schedules import _run
+from queuey.cli._admin import admin_for
+from queuey.cli._options import DATABASE_URL, SCHEMA, json_option
+from queuey.cli._root import echo_json, fail, main, run_async
 from queuey.errors import ConfigError
 
 __all__: list[str] = []
+
+_PauseKind = Literal["job", "topic", "app"]
+_LimitKind = Literal["job", "topic"]
 
 KIND = click.option(
     "--kind",
@@ -45,20 +48,14 @@ def queues() -> None:
     """Pause, resume and set the flow limits of a queue for every worker (PostgreSQL)."""
 
 
-def _admin(database_url: str | None, schema: str) -> Any:
-    from queuey.backends.postgres import Admin
-
-    return Admin(require(database_url, "database url", "QUEUEY_DATABASE_URL"), schema=schema)
-
-
 @queues.command("pause")
 @DATABASE_URL
 @SCHEMA
 @KIND
 @click.argument("queue")
-def pause_command(database_url: str | None, schema: str, kind: str, queue: str) -> None:
+def pause_command(database_url: str | None, schema: str, kind: _PauseKind, queue: str) -> None:
     """Pause QUEUE for every worker: its limit zero (what runs finishes)."""
-    changed = _run(_admin(database_url, schema).pause_queue(queue, kind))
+    changed = run_async(admin_for(database_url, schema).pause_queue(queue, kind))
     click.echo(f"{kind} {printable(queue)} {'paused' if changed else 'was already paused'}")
 
 
@@ -69,11 +66,11 @@ def pause_command(database_url: str | None, schema: str, kind: str, queue: str) 
 @CHANNEL
 @click.argument("queue")
 def resume_command(
-    database_url: str | None, schema: str, kind: str, topic_channel: str | None, queue: str
+    database_url: str | None, schema: str, kind: _PauseKind, topic_channel: str | None, queue: str
 ) -> None:
     """Resume QUEUE for every worker and wake them."""
-    admin = _admin(database_url, schema)
-    changed = _run(admin.resume_queue(queue, kind, topic_channel=topic_channel))
+    admin = admin_for(database_url, schema)
+    changed = run_async(admin.resume_queue(queue, kind, topic_channel=topic_channel))
     click.echo(f"{kind} {printable(queue)} {'resumed' if changed else 'was not paused'}")
 
 
@@ -89,7 +86,7 @@ def resume_command(
 def limit_command(
     database_url: str | None,
     schema: str,
-    kind: str,
+    kind: _LimitKind,
     topic_channel: str | None,
     declared: bool,
     lift: bool,
@@ -105,18 +102,18 @@ def limit_command(
         specs = None if declared else [parse_limit(text) for text in limits]
     except ConfigError as exc:
         fail(str(exc))
-    admin = _admin(database_url, schema)
-    changed = _run(admin.set_limits(queue, specs, kind, topic_channel=topic_channel))
+    admin = admin_for(database_url, schema)
+    changed = run_async(admin.set_limits(queue, specs, kind, topic_channel=topic_channel))
     click.echo(f"{kind} {printable(queue)}: {printable(changed)}")
 
 
 @queues.command("show")
 @DATABASE_URL
 @SCHEMA
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (shape in the module help).")
+@json_option("the module help")
 def show_command(database_url: str | None, schema: str, as_json: bool) -> None:
     """List the paused queues and the queues whose limits were set at run time."""
-    pauses, limits = _run(_admin(database_url, schema).flow_state())
+    pauses, limits = run_async(admin_for(database_url, schema).flow_state())
     if as_json:
         paused = [
             {"kind": p.kind, "queue": p.queue, "by": p.paused_by, "at": p.paused_at.isoformat()}

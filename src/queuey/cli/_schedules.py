@@ -9,48 +9,26 @@ database cannot be reached.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from rich.table import Table
 from rich.text import Text
 
 from queuey._terminal import printable
-from queuey.cli._options import DATABASE_URL, SCHEMA
-from queuey.cli._root import (
-    EXIT_NOT_FOUND,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    echo_json,
-    fail,
-    main,
-    require,
-    wide_console,
-)
-from queuey.errors import BackendError, ConfigError, QueueyError
+from queuey.cli._admin import admin_for
+from queuey.cli._options import DATABASE_URL, SCHEMA, json_option
+from queuey.cli._root import EXIT_NOT_FOUND, echo_json, fail, main, require, run_async, wide_console
+from queuey.errors import ConfigError
 from queuey.schedule import ScheduleRecord, Timing
 
 __all__ = ["schedule_rows"]
-
-_T = TypeVar("_T")
 
 
 @main.group("schedules")
 def schedules() -> None:
     """List, pause and resume periodic schedules (PostgreSQL)."""
-
-
-def _run(work: Coroutine[Any, Any, _T]) -> _T:
-    """Run one command: exit 3 when the database cannot be reached, 2 on another error."""
-    try:
-        return asyncio.run(work)
-    except BackendError as exc:
-        fail(str(exc), EXIT_UNREACHABLE)
-    except QueueyError as exc:
-        fail(str(exc), EXIT_USAGE)
 
 
 async def _with_backend(url: str, schema: str, action: Any) -> Any:
@@ -91,7 +69,7 @@ def schedule_rows(records: list[ScheduleRecord], now: datetime) -> list[dict[str
 @schedules.command("list")
 @DATABASE_URL
 @SCHEMA
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (shape in the module help).")
+@json_option("the module help")
 def list_command(database_url: str | None, schema: str, as_json: bool) -> None:
     """List the schedules: name, expression, time zone, next slot, last fired, paused."""
     url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
@@ -99,7 +77,7 @@ def list_command(database_url: str | None, schema: str, as_json: bool) -> None:
     async def read(backend: Any) -> list[dict[str, Any]]:
         return schedule_rows(await backend.list_schedules(), await backend.clock())
 
-    rows = _run(_with_backend(url, schema, read))
+    rows = run_async(_with_backend(url, schema, read))
     if as_json:
         echo_json(rows)
         return
@@ -115,12 +93,8 @@ def list_command(database_url: str | None, schema: str, as_json: bool) -> None:
 
 
 def _set_paused(database_url: str | None, schema: str, name: str, paused: bool) -> None:
-    url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
-
-    from queuey.backends.postgres import Admin
-
-    admin = Admin(url, schema=schema)  # audited: the dashboard's audit log shows the change
-    if not _run(admin.set_schedule_paused(name, paused)):
+    admin = admin_for(database_url, schema)  # audited: the dashboard's audit log shows it
+    if not run_async(admin.set_schedule_paused(name, paused)):
         fail(f"no schedule named {name!r}", EXIT_NOT_FOUND)
     click.echo(f"schedule {printable(name)} {'paused' if paused else 'resumed'}")
 

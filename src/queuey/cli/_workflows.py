@@ -16,16 +16,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from queuey._terminal import printable
-from queuey.cli._ops import _admin, _operate
-from queuey.cli._options import DATABASE_URL, SCHEMA
-from queuey.cli._root import EXIT_NOT_FOUND, echo_json, fail, main
+from queuey.cli._admin import admin_for
+from queuey.cli._options import DATABASE_URL, JSON, SCHEMA
+from queuey.cli._root import EXIT_NOT_FOUND, echo_json, fail, main, run_async
 
 if TYPE_CHECKING:
     from queuey.workflows import WorkflowInfo, WorkflowSummary
 
 __all__ = ["info_json", "show_lines", "summary_json", "summary_line"]
 
-_JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON (shape in this help).")
 _STATES = ("waiting", "pending", "running", "done", "failed", "cancelled")
 
 
@@ -102,7 +101,7 @@ def info_json(info: WorkflowInfo) -> dict[str, Any]:
 @click.option(
     "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most N."
 )
-@_JSON
+@JSON
 def list_command(database_url: str | None, schema: str, limit: int, as_json: bool) -> None:
     """The most recently enqueued workflows, newest first: id, state (running while a step is
     pending, running or waiting; then done, failed or cancelled), when enqueued, the job name
@@ -113,8 +112,8 @@ def list_command(database_url: str | None, schema: str, limit: int, as_json: boo
       {"workflows": [{"id": str, "state": str, "enqueued_at": ISO 8601 str,
                       "last_step": str, "counts": {state: int}}]}
     """
-    admin = _admin(database_url, schema)
-    found = _operate(admin.workflows(limit))
+    admin = admin_for(database_url, schema)
+    found = run_async(admin.workflows(limit))
     if as_json:
         echo_json({"workflows": [summary_json(s) for s in found]})
     elif found:
@@ -127,7 +126,7 @@ def list_command(database_url: str | None, schema: str, limit: int, as_json: boo
 @click.argument("workflow_id", metavar="ID", type=click.UUID)
 @DATABASE_URL
 @SCHEMA
-@_JSON
+@JSON
 def show_command(
     workflow_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool
 ) -> None:
@@ -141,8 +140,8 @@ def show_command(
        "steps": [{"id": str, "job_type": str, "queue": str, "state": str,
                   "parents": [str], "error": str | null}]}
     """
-    admin = _admin(database_url, schema)
-    info = _operate(admin.workflow(workflow_id))
+    admin = admin_for(database_url, schema)
+    info = run_async(admin.workflow(workflow_id))
     if info is None:
         fail(f"no workflow (nor step) with id {workflow_id}", EXIT_NOT_FOUND)
     if as_json:
@@ -160,8 +159,8 @@ def cancel_command(workflow_id: uuid.UUID, database_url: str | None, schema: str
     waiting steps end cancelled at once; each running step's worker is told to stop it (as
     `queuey jobs cancel` does), and it ends cancelled when its run does. Steps that ended stay
     as they are. Exits 1 when no step of it was pending, waiting or running."""
-    admin = _admin(database_url, schema)
-    done = _operate(admin.cancel_workflow(workflow_id))
+    admin = admin_for(database_url, schema)
+    done = run_async(admin.cancel_workflow(workflow_id))
     if not done.cancelled and not done.requested:
         fail(f"no pending, waiting or running step in workflow {workflow_id}", EXIT_NOT_FOUND)
     told = f"; {done.requested} running step(s) told to stop" if done.requested else ""
@@ -172,7 +171,7 @@ def cancel_command(workflow_id: uuid.UUID, database_url: str | None, schema: str
 @click.argument("batch_id", metavar="ID", type=click.UUID)
 @DATABASE_URL
 @SCHEMA
-@_JSON
+@JSON
 def batch_command(
     batch_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool
 ) -> None:
@@ -184,8 +183,8 @@ def batch_command(
     --json prints one object:
       {"id": str, "total": int, "done": int, "failed": int, "pending": int, "ended": bool}
     """
-    admin = _admin(database_url, schema)
-    found = _operate(admin.batch(batch_id))
+    admin = admin_for(database_url, schema)
+    found = run_async(admin.batch(batch_id))
     if found is None:
         fail(f"no batch with id {batch_id}", EXIT_NOT_FOUND)
     if as_json:

@@ -1,40 +1,24 @@
-"""Operations commands against a live database: ``queuey status`` and
-``queuey failed list|show|retry|discard``."""
+"""``queuey failed list|show|retry|discard``: the rows that failed for good (or, with
+``--cancelled``, were cancelled), against a live database (safe while workers run)."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import uuid
-from collections.abc import Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
-from queuey.cli._options import DATABASE_URL, SCHEMA
-from queuey.cli._root import (
-    EXIT_NOT_FOUND,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    echo_json,
-    fail,
-    load_attr,
-    main,
-    one_line,
-    require,
-    wide_console,
-)
-from queuey.errors import BackendError, QueueyError
+from queuey.cli._admin import admin_for
+from queuey.cli._options import DATABASE_URL, JSON, SCHEMA
+from queuey.cli._root import EXIT_NOT_FOUND, echo_json, fail, main, run_async
 
 if TYPE_CHECKING:
     from queuey.backends.postgres import Admin, Held, Stopped, Touched
-    from queuey.queues import QueueConfig
 
+__all__ = ["failed_group"]
 
-# -- operations: queuey status, queuey failed list|show|retry|discard --------------------------
-
-_T = TypeVar("_T")
-_JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON (shape in this help).")
 _QUEUE = click.option("--queue", help="Only rows of this queue (or topic).")
 _CANCELLED = click.option(
     "--cancelled", is_flag=True, help="Cancelled rows instead of failed ones (queuey jobs cancel)."
@@ -43,109 +27,6 @@ _CANCELLED = click.option(
 
 def _stopped(cancelled: bool) -> Stopped:
     return "cancelled" if cancelled else "failed"
-
-
-def _admin(database_url: str | None, schema: str) -> Admin:
-    """An ``Admin`` for the URL and schema, or a usage error (exit 2) naming what is wrong."""
-    from psycopg import ProgrammingError
-    from psycopg.conninfo import conninfo_to_dict
-
-    from queuey.backends.postgres import Admin, redact
-
-    url = require(database_url, "database url", "QUEUEY_DATABASE_URL")
-    try:
-        conninfo_to_dict(url)
-    except ProgrammingError as exc:
-        raise click.UsageError(f"malformed database url: {one_line(redact(str(exc)))}") from None
-    try:
-        return Admin(url, schema=schema)
-    except QueueyError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
-def _operate(work: Coroutine[Any, Any, _T]) -> _T:
-    """Run one operation: exit 3 when the database cannot be reached (or refuses the query), 2
-    on any other queuey error (a missing or old schema), each with one line on stderr."""
-    try:
-        return asyncio.run(work)
-    except BackendError as exc:
-        fail(str(exc), EXIT_UNREACHABLE)
-    except QueueyError as exc:
-        fail(str(exc), EXIT_USAGE)
-
-
-def _echo_json(document: object) -> None:
-    echo_json(document)
-
-
-@main.command("status")
-@DATABASE_URL
-@SCHEMA
-@_JSON
-@click.option(
-    "--queues",
-    "queues_target",
-    metavar="MODULE:ATTR",
-    help="Your QueueSet: also show its queues' flow limits and the due rows they hold back now.",
-)
-def status_command(
-    database_url: str | None, schema: str, as_json: bool, queues_target: str | None
-) -> None:
-    """Per queue: rows due now (pending), delayed or waiting for a retry (scheduled), running,
-    failed, and workflow steps whose parents have not ended (waiting), and how long the oldest
-    due row has waited (database clock). Queues holding only done rows are not listed. Exits 0
-    even when nothing is listed.
-
-    \b
-    --json prints one object:
-      {"queues": [{"kind": "job" | "topic", "queue": str, "pending": int,
-                   "scheduled": int, "running": int, "failed": int, "waiting": int,
-                   "oldest_pending_secs": float | null}]}
-    ordered by kind, then queue; oldest_pending_secs is null when nothing is due.
-    With --queues, "limits" too, one per queue of the set with flow limits:
-      [{"kind": str, "queue": str, "limits": [str], "held_concurrency": int,
-        "held_rate": int}]
-    held_*: due rows a limit of that kind holds back now, as a claim counts them (among
-    the queue's oldest 200 due rows; a row held by both kinds counts in both).
-    """
-    from queuey.cli import _ops_view as view
-
-    admin = _admin(database_url, schema)
-    rows = _operate(admin.status())
-    limited = _limited_queues(queues_target) if queues_target else []
-    held = _operate(admin.held_back(limited)) if limited else []
-    if as_json:
-        document = view.status_json(rows)
-        if queues_target:
-            document["limits"] = view.limits_json(limited, held)
-        _echo_json(document)
-        return
-    if rows:
-        wide_console().print(view.status_table(rows, f"queuey status (schema {schema})"))
-    else:
-        click.echo(f"no pending, running, failed or waiting rows in schema {schema}")
-    if limited:
-        wide_console().print(view.limits_table(limited, held))
-    elif queues_target:
-        click.echo(f"no queue of {queues_target} has flow limits")
-
-
-def _limited_queues(target: str) -> list[QueueConfig]:
-    """The queues of QueueSet ``target`` with flow limits (their job types' included)."""
-    from dataclasses import replace
-
-    from queuey.queues import QueueSet
-    from queuey.worker import declared_limits
-
-    queue_set = load_attr(target)
-    if not (isinstance(queue_set, type) and issubclass(queue_set, QueueSet)):
-        raise click.UsageError(f"--queues {target}: expected a QueueSet class")
-    configs = []
-    for queue in queue_set.all():
-        limits = queue.config.limits + declared_limits(queue_set, queue.config.name)
-        if limits:
-            configs.append(replace(queue.config, limits=limits))
-    return configs
 
 
 @main.group("failed")
@@ -162,7 +43,7 @@ def failed_group() -> None:
 @click.option(
     "--limit", type=click.IntRange(min=1), default=100, show_default=True, help="At most N rows."
 )
-@_JSON
+@JSON
 def failed_list(
     database_url: str | None,
     schema: str,
@@ -183,12 +64,12 @@ def failed_list(
     """
     from queuey.cli import _ops_view as view
 
-    admin = _admin(database_url, schema)
+    admin = admin_for(database_url, schema)
     status = _stopped(cancelled)
-    rows = _operate(admin.failed(queue, limit=limit, status=status))
+    rows = run_async(admin.failed(queue, limit=limit, status=status))
     where = f" on {queue}" if queue else ""
     if as_json:
-        _echo_json(view.failed_json(rows))
+        echo_json(view.failed_json(rows))
     elif rows:
         click.echo("\n".join(view.failed_lines(rows, status)))
     if len(rows) == limit:
@@ -202,7 +83,7 @@ def failed_list(
 @click.argument("row_id", metavar="ID", type=click.UUID)
 @DATABASE_URL
 @SCHEMA
-@_JSON
+@JSON
 def failed_show(row_id: uuid.UUID, database_url: str | None, schema: str, as_json: bool) -> None:
     """One failed (or cancelled) row: payload, attempts, redeliveries, timestamps, the last
     error in full and every failed attempt's error (type, message, traceback, time, worker;
@@ -216,8 +97,8 @@ def failed_show(row_id: uuid.UUID, database_url: str | None, schema: str, as_jso
     """
     from queuey.cli import _ops_view as view
 
-    admin = _admin(database_url, schema)
-    row = _operate(admin.show(row_id))
+    admin = admin_for(database_url, schema)
+    row = run_async(admin.show(row_id))
     if row is None:
         fail(f"no row with id {row_id}", EXIT_NOT_FOUND)
     if row.status not in ("failed", "cancelled"):
@@ -227,7 +108,7 @@ def failed_show(row_id: uuid.UUID, database_url: str | None, schema: str, as_jso
             EXIT_NOT_FOUND,
         )
     if as_json:
-        _echo_json(view.detail_json(row))
+        echo_json(view.detail_json(row))
     else:
         click.echo(view.detail_text(row))
 
@@ -255,14 +136,14 @@ def failed_retry(
     pending: due now, attempts and redeliveries reset to 0, the last error kept. Exits 1 when
     nothing was retried."""
     _check_target(row_id, every)
-    admin, status = _admin(database_url, schema), _stopped(cancelled)
+    admin, status = admin_for(database_url, schema), _stopped(cancelled)
     work = (
         admin.retry(row_id, queue=queue, status=status)
         if row_id
         else admin.retry_all(queue=queue, status=status)
     )
-    touched = _operate(work)
-    held = _operate(admin.held(row_id, queue=queue, status=status))
+    touched = run_async(work)
+    held = run_async(admin.held(row_id, queue=queue, status=status))
     for row in held:
         click.echo(_left_alone(row, status), err=not touched)
     if held and not touched:
@@ -307,21 +188,21 @@ def failed_discard(
     """Delete failed row ID (or --all of them; with --cancelled, cancelled ones). Exits 1
     when nothing was discarded."""
     _check_target(row_id, every)
-    admin, status = _admin(database_url, schema), _stopped(cancelled)
+    admin, status = admin_for(database_url, schema), _stopped(cancelled)
     work = (
         admin.discard(row_id, queue=queue, status=status)
         if row_id
         else admin.discard_all(queue=queue, status=status)
     )
-    _report(admin, _operate(work), "discard", "discarded", row_id, queue, schema, status)
+    _report(admin, run_async(work), "discard", "discarded", row_id, queue, schema, status)
 
 
 def _check_queue(admin: Admin, queue: str | None, schema: str) -> None:
     """Exit 1 saying so when ``--queue`` names a queue no row is on (a typo, a missing prefix),
     listing the queues that have rows waiting, running or failed."""
-    if queue is None or _operate(admin.queue_exists(queue)):
+    if queue is None or run_async(admin.queue_exists(queue)):
         return
-    known = sorted({row.queue for row in _operate(admin.status())})
+    known = sorted({row.queue for row in run_async(admin.status())})
     listed = f" (queues with live rows: {', '.join(known)})" if known else ""
     fail(
         f"no queue {queue!r} in schema {schema}: no row of any state is on it{listed}",
@@ -356,7 +237,7 @@ def _report(
     _check_queue(admin, queue, schema)
     if row_id is None:
         fail(f"no {status} rows to {verb}{f' on {queue}' if queue else ''}", EXIT_NOT_FOUND)
-    row = _operate(admin.show(row_id))
+    row = run_async(admin.show(row_id))
     if row is None:
         fail(f"no row with id {row_id}", EXIT_NOT_FOUND)
     if row.status == "running":
