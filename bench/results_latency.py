@@ -8,15 +8,21 @@ worker would have), one job at a time so nothing queues: the handler sleeps 1 ms
 - plain: ``enqueue`` of a job without a result type until its handler has returned (an event
   the handler sets, in process: no database round trip after the run);
 - result: ``enqueue`` of a job declaring a result type until ``await handle.result()``
-  returns (the ack writes the result and notifies; the producer's LISTEN connection wakes the
-  awaiter, which reads the row back).
+  returns (the ack writes the result and notifies with it; the producer's LISTEN connection
+  wakes the awaiter with the result the notification carries, no read back).
 
-Prints p50 and p90 in milliseconds. ``BENCH_DATABASE_URL`` overrides the local database.
+The two cases alternate job by job, so a change of load weighs on both alike. Prints, side by
+side, p50 and p90 in milliseconds of each case and what the result adds to the plain run, with
+the machine's load average (``os.getloadavg``) before and after: the result path waits for one
+more durable commit (the ack's), whose disk flush grows with the machine's load.
+``BENCH_DATABASE_URL`` overrides the local database; ``--rounds N`` sets the jobs per case.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import os
 import statistics
 import time
 import uuid
@@ -49,8 +55,12 @@ class Returning(
     n: int
 
 
-async def measure() -> dict[str, list[float]]:
-    """Milliseconds per job of each case, in one fresh schema."""
+PLAIN = "plain enqueue -> run"
+RESULT = "enqueue -> result"
+
+
+async def measure(rounds: int = ROUNDS) -> dict[str, list[float]]:
+    """Milliseconds per job of each case (``rounds`` jobs each), in one fresh schema."""
     schema = f"bench_results_{uuid.uuid4().hex[:8]}"
     await migrate(DATABASE_URL, schema=schema)
     ran: dict[int, asyncio.Event] = {}
@@ -72,9 +82,9 @@ async def measure() -> dict[str, list[float]]:
                 return Echo(n=job.n)
 
             running = asyncio.create_task(worker.run())
-            times: dict[str, list[float]] = {"plain enqueue -> run": [], "enqueue -> result": []}
+            times: dict[str, list[float]] = {PLAIN: [], RESULT: []}
             try:
-                for n in range(WARMUP + ROUNDS):
+                for n in range(WARMUP + rounds):
                     ran[n] = asyncio.Event()
                     start = time.perf_counter()
                     await producer.enqueue(Plain(n=n))
@@ -86,8 +96,8 @@ async def measure() -> dict[str, list[float]]:
                     assert (await handle.result(timeout=30)).n == n
                     result_ms = (time.perf_counter() - start) * 1000
                     if n >= WARMUP:
-                        times["plain enqueue -> run"].append(plain_ms)
-                        times["enqueue -> result"].append(result_ms)
+                        times[PLAIN].append(plain_ms)
+                        times[RESULT].append(result_ms)
             finally:
                 worker.shutdown()
                 await running
@@ -96,13 +106,33 @@ async def measure() -> dict[str, list[float]]:
         await drop_schema(schema)
 
 
-async def main() -> None:
-    times = await measure()
-    print(f"{'case (1 ms handler)':24} {'p50 ms':>8} {'p90 ms':>8}  n={ROUNDS}")
+def load() -> str:
+    """The load averages over 1, 5 and 15 minutes."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def report(times: dict[str, list[float]], before: str, after: str) -> str:
+    """The table: both cases side by side, and what the result adds."""
+    rounds = len(times[PLAIN])
+    rows = [f"{'case (1 ms handler)':24} {'p50 ms':>8} {'p90 ms':>8}  n={rounds}"]
+    p50, p90 = {}, {}
     for name, samples in times.items():
-        deciles = statistics.quantiles(samples, n=10)
-        print(f"{name:24} {statistics.median(samples):8.2f} {deciles[8]:8.2f}")
+        p50[name], p90[name] = statistics.median(samples), statistics.quantiles(samples, n=10)[8]
+        rows.append(f"{name:24} {p50[name]:8.2f} {p90[name]:8.2f}")
+    added = p50[RESULT] - p50[PLAIN]
+    rows.append(f"{'result - plain':24} {added:8.2f} {p90[RESULT] - p90[PLAIN]:8.2f}")
+    rows.append(f"load average: {before} (before), {after} (after)")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.results_latency")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="jobs per case")
+    args = parser.parse_args()
+    before = load()
+    times = asyncio.run(measure(args.rounds))
+    print(report(times, before, load()))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

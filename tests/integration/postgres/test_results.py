@@ -1,6 +1,7 @@
 """Results on PostgreSQL: written by the fenced ack (a worker that lost its lease writes none,
-the winner's stands), awaited by 10,000 callers of one process through its one LISTEN
-connection, read by a late caller until retention deletes the done row."""
+the winner's stands), carried in its notification when small (never the loser's), awaited by
+10,000 callers of one process through its one LISTEN connection, read by a late caller until
+retention deletes the done row."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import uuid
 from typing import Any
 
+import psycopg
 import pytest
 from psycopg import sql
 from pydantic import BaseModel
@@ -22,6 +24,7 @@ from queuey import (
     UnknownJobError,
     Worker,
 )
+from queuey.backends.base import Delivery
 from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres._acks import LostClaimError
 from tests.integration.postgres.test_backend import execute, table
@@ -69,6 +72,7 @@ async def test_a_worker_that_lost_its_lease_writes_no_result_and_the_winners_sta
             lost_consumer = loser.consumer(config)
             lost = await lost_consumer.next()
             assert lost is not None and lost.envelope.job_id == handle.job_id
+            await lost_consumer.stop()  # it must not claim the redelivery (the winner's)
             await expire_lease(database_url, pg_schema, handle.job_id)
             await winner.sweep()  # the lease expired: back to pending, a redelivery
             won_consumer = winner.consumer(config)
@@ -90,8 +94,58 @@ async def test_a_worker_that_lost_its_lease_writes_no_result_and_the_winners_sta
                 ("done", thumb_json("winner"), 2)
             ]
             assert await handle.result(timeout=10) == Thumb(url="winner", width=1)
-            await lost_consumer.stop()
             await won_consumer.stop()
+
+
+async def test_the_fenced_ack_carries_a_small_result_in_its_notification_and_only_its_own(
+    database_url: str, pg_schema: str
+) -> None:
+    loser = PostgresBackend(database_url, schema=pg_schema)
+    winner = PostgresBackend(database_url, schema=pg_schema)
+    listening = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+    async with listening, loser, winner:
+        await listening.execute(sql.SQL("LISTEN {}").format(sql.Identifier(winner.results_channel)))
+        producer = await Producer.create(ResultQueues, winner)
+        config = ResultQueues.images.config
+        results = [
+            thumb_json("winner"),
+            thumb_json("b" * 6900),  # at most 7,000 bytes: carried in the notification
+            thumb_json("é" * 3500),  # 3,500 characters but over 7,000 bytes: by its id alone
+            thumb_json("again"),  # a row holding an earlier error: read back
+        ]
+        small = await producer.enqueue(Resize(url="s"))
+        lost_consumer, won_consumer = loser.consumer(config), winner.consumer(config)
+        lost = await lost_consumer.next()
+        assert lost is not None and lost.envelope.job_id == small.job_id
+        await lost_consumer.stop()  # claims nothing more (its delivery can still be acked)
+        await expire_lease(database_url, pg_schema, small.job_id)
+        await winner.sweep()  # the lease expired: back to pending, a redelivery
+        won = await won_consumer.next()
+        assert won is not None and won.envelope.job_id == small.job_id
+        waiting = [asyncio.create_task(small.result(timeout=30))]
+        with pytest.raises(LostClaimError):
+            await lost.ack(thumb_json("loser"))
+        await won.ack(results[0])  # (a redelivered row runs alone: nothing else is claimed)
+        big, wide, retried = [await producer.enqueue(Resize(url=n)) for n in "bwr"]
+        waiting += [asyncio.create_task(h.result(timeout=30)) for h in (big, wide, retried)]
+        claimed: dict[str, Delivery] = {}
+        while len(claimed) < 3:
+            delivery = await asyncio.wait_for(won_consumer.next(), 10)
+            assert delivery is not None
+            claimed[delivery.envelope.job_id] = delivery
+        query = sql.SQL("UPDATE {} SET error = 'boom' WHERE id = %s").format(table(pg_schema))
+        await execute(database_url, query, retried.job_id)  # as an earlier failed attempt left it
+        for handle, result in zip((big, wide, retried), results[1:], strict=True):
+            await claimed[handle.job_id].ack(result)
+        payloads = [note.payload async for note in listening.notifies(timeout=2.0)]
+        # The loser's result is never announced; the winner's is, by its id alone: the
+        # redelivered row holds the error its lost run left, as the retried row does.
+        assert payloads == [small.job_id, f"{big.job_id} {results[1]}", wide.job_id, retried.job_id]
+        got = await asyncio.gather(*waiting)
+        assert [thumb.model_dump_json() for thumb in got] == results
+        for handle, result in zip((small, big, wide, retried), results, strict=True):
+            assert (await stored(database_url, pg_schema, handle.job_id))[0][1] == result
+        await won_consumer.stop()
 
 
 async def test_ten_thousand_awaiters_share_one_listen_connection(

@@ -3,9 +3,11 @@ through the backend's one LISTEN connection.
 
 A job that ends is announced on ``<schema>_results`` with its id: a success of a job with a
 result by the fenced ack that writes the result (``ack_results``), a failure or cancellation by
-the table's trigger (migration 0005). A notification is only a hint: the ids announced that
-someone here waits for are read back, many per statement (``job_ends``), and each waiter gets
-how its job ended. The same batched read serves a new waiter (it may have ended already: a late
+the table's trigger (migration 0005). The fenced ack carries a result of up to 7,000 bytes in
+the notification itself (``<id> <result JSON>``), which its waiters get as they are: a success
+costs no read back. Any other notification is only a hint: the ids announced that someone here
+waits for are read back, many per statement (``job_ends``), and each waiter gets how its job
+ended. The same batched read serves a new waiter (it may have ended already: a late
 caller reads the stored result at once), every waiter after the LISTEN session reconnects
 (what was announced while it was away is not missed) and, every ``poll_interval``, every waiter
 still waiting (a job whose success is never announced: one that declares no result type). No
@@ -94,9 +96,18 @@ class Awaiters:
             del self._waiting[job_id]
 
     def notified(self, payload: str) -> None:
-        """A job ended (``payload``: its id): read it back if someone here waits for it."""
-        if payload in self._waiting:
-            self._read([payload])
+        """A job ended (``payload``: its id, then a space and its result when ``ack_results``
+        carried it): give its waiters the result carried, else read it back, if someone here
+        waits for it."""
+        job_id, _, result = payload.partition(" ")
+        if job_id not in self._waiting:
+            return
+        if not result:
+            self._read([job_id])
+            return
+        for future in self._waiting[job_id]:
+            if not future.done():
+                future.set_result(JobEnd("done", None, result))
 
     def reconnected(self) -> None:
         """The LISTEN session is (re)established: read every waited job back (an end announced

@@ -742,6 +742,10 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM batch_woke) >= 
 -- part: ack_results_done
 -- The fenced successes of ack_results and ack_fan_out (acked, done, woke): each row's result
 -- written and announced; fan: a fan-out result's list of jobs (queuey.fan_out), else NULL.
+-- The announcement on %(results_channel)s (delivered at commit) is the id, then a space and the
+-- result as written when it is at most 7,000 bytes and the row holds no earlier error (what
+-- job_ends would read: the awaiter needs no read back), else the id alone. Only this fenced
+-- update sends a result this way: a worker that lost its claim updates no row here.
 acked AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[], %(results)s::text[])
         AS a(id, attempts, result)
@@ -756,7 +760,9 @@ acked AS (
     RETURNING m.id, m.queue, m.unique_states, m.result::jsonb AS result, m.batch, m.workflow,
               CASE WHEN jsonb_typeof(m.result::jsonb -> '__queuey_fan_out__') = 'array'
                    THEN m.result::jsonb -> '__queuey_fan_out__' END AS fan,
-              m.headers, pg_notify(%(results_channel)s, m.id::text) AS told
+              m.headers, pg_notify(%(results_channel)s, m.id::text || CASE
+                  WHEN m.error IS NULL AND octet_length(acked.result) <= 7000
+                  THEN ' ' || acked.result ELSE '' END) AS told
 ), woke AS (
     SELECT pg_notify(%(channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM done WHERE unique_states & 30 = 18) AS q
@@ -765,9 +771,10 @@ acked AS (
 -- name: ack_results
 -- Successes of jobs that declare a result type: fenced exactly as ack (no cancel asked for),
 -- each row's result (JSON text; NULL for none) written in the same statement, so a worker that
--- lost its claim writes no result and the winner's stands. Each row recorded is announced on %(results_channel)s
--- with its id (delivered at commit), waking the callers awaiting it (and a debounced job's
--- queue on %(channel)s, as ack says). Returns the ids NOT recorded.
+-- lost its claim writes no result and the winner's stands. Each row recorded is announced on
+-- %(results_channel)s (with its result when small: ack_results_done), waking the callers
+-- awaiting it (and a debounced job's queue on %(channel)s, as ack says). Returns the ids NOT
+-- recorded.
 WITH {ack_results_done}, fed AS (
     -- Workflow steps (migration 0014): each child of a row completed here gets the row's
     -- result at its position and one parent less, in this statement; at zero it is released.
