@@ -319,7 +319,7 @@ def test_the_checker_tells_a_private_module_of_another_package() -> None:
     assert not reaches_private("backends.postgres._store", "backends.postgres._sql")
     assert not reaches_private("backends.postgres", "backends.postgres._admin")
     assert not reaches_private("backends.postgres._store", "_payload")
-    assert not reaches_private("cli._failed", "cli._ops_view")
+    assert not reaches_private("cli._failed", "cli._rows_view")
 
 
 def test_the_layer_table_reads_as_intended() -> None:

@@ -7,7 +7,7 @@ import logging
 
 from queuey.cli._app import HttpSettings, app_database_url, dashboard_store
 from queuey.cli._observe import log_format_option
-from queuey.cli._options import APP_DATABASE_URL, CONFIG, SCHEMA, host_option, port_option
+from queuey.cli._options import app_server_options
 from queuey.cli._root import fail, main, run_async, run_until_signal
 from queuey.errors import QueueyError
 
@@ -17,11 +17,7 @@ log = logging.getLogger("queuey.cli")
 
 
 @main.command("dashboard")
-@CONFIG
-@host_option()
-@port_option()
-@APP_DATABASE_URL
-@SCHEMA
+@app_server_options
 @log_format_option
 def dashboard_command(
     config_path: str, host: str, port: int, database_url: str | None, schema: str

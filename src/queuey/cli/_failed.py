@@ -62,7 +62,7 @@ def failed_list(
                    "processed_at": ISO 8601 str | null, "error": str}]}
     where error is the first line of the last error ("" when none).
     """
-    from queuey.cli import _ops_view as view
+    from queuey.cli import _rows_view as view
 
     admin = admin_for(database_url, schema)
     status = _stopped(cancelled)
@@ -95,7 +95,7 @@ def failed_show(row_id: uuid.UUID, database_url: str | None, schema: str, as_jso
     errors (a list of {attempt, type, message, traceback, at, worker}, oldest first),
     created_at, available_at, processed_at (ISO 8601 or null).
     """
-    from queuey.cli import _ops_view as view
+    from queuey.cli import _rows_view as view
 
     admin = admin_for(database_url, schema)
     row = run_async(admin.show(row_id))
@@ -228,7 +228,7 @@ def _report(
     status: Stopped = "failed",
 ) -> None:
     """Confirm each queue acted on, or say why nothing was and exit 1."""
-    from queuey.cli._ops_view import confirmations
+    from queuey.cli._rows_view import confirmations
 
     if touched:
         for line in confirmations(done, touched, status):

@@ -20,9 +20,9 @@ from queuey._terminal import printable_json
 from queuey.backends.base import JobInfo
 from queuey.cli._admin import admin_for
 from queuey.cli._attempts_view import errors_json, errors_text
-from queuey.cli._ops_view import format_age, labelled
 from queuey.cli._options import DATABASE_URL, JSON, SCHEMA
 from queuey.cli._root import EXIT_NOT_FOUND, echo_json, fail, main, run_async
+from queuey.cli._rows_view import format_age, labelled
 
 __all__ = ["cancel_command", "job_json", "job_text", "jobs", "show"]
 

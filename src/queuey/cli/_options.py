@@ -21,6 +21,7 @@ __all__ = [
     "DATABASE_URL",
     "JSON",
     "SCHEMA",
+    "app_server_options",
     "host_option",
     "json_option",
     "port_option",
@@ -73,6 +74,14 @@ def port_option(help: str = "TCP port.") -> Callable[[F], F]:
     return click.option(
         "--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help=help
     )
+
+
+def app_server_options(command: F) -> F:
+    """The options of a command that serves an app file over HTTP (``serve``, ``dashboard``):
+    ``--config``, ``--host``, ``--port``, ``--database-url`` and ``--schema``, in that order."""
+    for option in reversed((CONFIG, host_option(), port_option(), APP_DATABASE_URL, SCHEMA)):
+        command = option(command)
+    return command
 
 
 def json_option(shape: str = "this help") -> Callable[[F], F]:

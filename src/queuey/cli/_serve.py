@@ -8,7 +8,7 @@ from queuey._extras import extra_message
 from queuey.backends.base import JobLookup
 from queuey.cli._app import app_database_url, connect_backend
 from queuey.cli._observe import log_format_option
-from queuey.cli._options import APP_DATABASE_URL, CONFIG, SCHEMA, host_option, port_option
+from queuey.cli._options import app_server_options
 from queuey.cli._root import fail, main, run_async, run_until_signal
 from queuey.errors import QueueyError
 
@@ -18,11 +18,7 @@ log = logging.getLogger("queuey.cli")
 
 
 @main.command("serve")
-@CONFIG
-@host_option()
-@port_option()
-@APP_DATABASE_URL
-@SCHEMA
+@app_server_options
 @log_format_option
 def serve_command(
     config_path: str, host: str, port: int, database_url: str | None, schema: str

@@ -48,7 +48,7 @@ def status_command(
     held_*: due rows a limit of that kind holds back now, as a claim counts them (among
     the queue's oldest 200 due rows; a row held by both kinds counts in both).
     """
-    from queuey.cli import _ops_view as view
+    from queuey.cli import _rows_view as view
 
     admin = admin_for(database_url, schema)
     rows = run_async(admin.status())

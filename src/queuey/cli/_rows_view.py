@@ -1,5 +1,6 @@
-"""How the operations commands (``queuey status``, ``queuey failed ...``) print their results:
-a Rich table and plain text for people, and the JSON shapes scripts rely on.
+"""How the commands on a database's rows (``queuey status``, ``queuey failed ...``, ``queuey
+jobs show``) print their results: a Rich table and plain text for people, and the JSON shapes
+scripts rely on.
 
 Strings that come from the database (queue names, errors, payloads) are printed as plain text,
 never interpreted as Rich markup, with every control character escaped
