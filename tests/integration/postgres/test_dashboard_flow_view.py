@@ -75,3 +75,18 @@ async def test_the_flow_limits_page_shows_what_each_limit_holds_back_and_why(
     assert "1 / 1" in text and "when one of its 1 running job(s) ends" in text
     assert re.search(r"in 3[56]\d\d\.\d\ds \(its pace\)", text)
     assert "&#34;a&#34;" in text or "[&#34;a&#34;]" in text or '["a"]' in text
+
+
+async def test_a_paused_queue_says_its_jobs_wait_for_the_resume(
+    backend: PostgresBackend, database_url: str, pg_schema: str
+) -> None:
+    await backend.declare([ViewQueues.capped.config])
+    config = ViewQueues.capped.config
+    await backend.publish([Envelope.new("fv.Job", config.name, {"tenant": "a"})])
+    await Admin(database_url, schema=pg_schema).pause_queue(config.name)
+    async with PgDashboardStore(database_url, schema=pg_schema) as store:
+        (view,) = await store.flow_view()
+        async with client(dashboard(store)) as http:
+            page = await http.get(f"{BASE}/limits", headers={"X-Api-Key": ADMIN_KEY})
+    assert view.paused and view.keys == ()
+    assert "every due job of this queue waits for the resume" in page.text
