@@ -14,7 +14,7 @@ from typing import Protocol
 
 from queuey.attempts import AttemptError
 from queuey.backends.flow_view import FlowQueue, LimitsSet
-from queuey.backends.workflow_ops import WorkflowInfo
+from queuey.backends.workflow_ops import DashboardWorkflowStore
 from queuey.limits import LimitSpec
 
 __all__ = [
@@ -279,7 +279,7 @@ class ConfirmationGone(Exception):
     """A bulk action's confirmation was already used, is past its time, or is someone else's."""
 
 
-class DashboardStore(Protocol):
+class DashboardStore(DashboardWorkflowStore, Protocol):
     """What the dashboard reads and does, on one backend's stored jobs.
 
     Every action taking an ``actor`` (the signed-in name the dashboard shows) writes an audit
@@ -361,12 +361,6 @@ class DashboardStore(Protocol):
 
     async def signed_out(self, session: str) -> bool:
         """Whether a session was revoked."""
-
-    async def workflow(self, job_id: str) -> WorkflowInfo | None:
-        """The workflow of job ``job_id`` step by step; ``None`` when it is not a step."""
-
-    async def workflow_of(self, job_id: str) -> str | None:
-        """The id of the workflow job ``job_id`` is a step of; ``None`` when none."""
 
     async def never_built(self, job_id: str) -> bool:
         """Whether a job is a workflow step whose input was never built."""

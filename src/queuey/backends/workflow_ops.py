@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from queuey.backends.base import JobState
 
 __all__ = [
+    "DashboardWorkflowStore",
     "WorkflowCancel",
     "WorkflowInfo",
     "WorkflowOps",
@@ -140,4 +141,22 @@ class WorkflowOps(Protocol):
             ConfigError: (PostgreSQL) the id is not a UUID.
             BackendError: the backend failed; nothing changed.
         """
+        ...
+
+
+class DashboardWorkflowStore(Protocol):
+    """What the dashboard's workflow page reads and does (part of ``DashboardStore``)."""
+
+    async def workflow(self, job_id: str) -> WorkflowInfo | None:
+        """The workflow of job ``job_id`` (or the workflow with that id) step by step; ``None``
+        when there is none."""
+        ...
+
+    async def workflow_of(self, job_id: str) -> str | None:
+        """The id of the workflow job ``job_id`` is a step of; ``None`` when none."""
+        ...
+
+    async def cancel_workflow(self, actor: str, workflow_id: str) -> WorkflowCancel:
+        """Cancel workflow ``workflow_id`` as ``queuey workflows cancel`` does; audited as
+        ``actor``'s."""
         ...

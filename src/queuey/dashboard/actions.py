@@ -1,5 +1,5 @@
 """The dashboard's actions (POST): sign in and out; retry and discard a failed (or cancelled)
-job; cancel a pending or running one; bulk retry
+job; cancel a pending or running one, or a whole workflow; bulk retry
 and discard over a job-list filter; pause and resume a queue or the topic app.
 
 An action is confirmed first: a form without ``confirm=yes`` answers with a page describing
@@ -119,6 +119,7 @@ class Actions:
             "retry": self._retry,
             "discard": self._discard,
             "cancel": self._cancel,
+            "cancel-workflow": self._cancel_workflow,
             "bulk-retry": self._bulk_retry,
             "bulk-discard": self._bulk_discard,
             "pause": self._pause,
@@ -181,6 +182,10 @@ class Actions:
 
     async def _cancel(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
         return "cancel", await self.store.cancel(caller.name, _job_id(form))
+
+    async def _cancel_workflow(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
+        done = await self.store.cancel_workflow(caller.name, _job_id(form))
+        return "cancel-workflow", done.cancelled + done.requested
 
     async def _bulk_retry(self, caller: Caller, form: dict[str, str]) -> tuple[str, int]:
         where, token = job_filter(form), _confirmation(form)

@@ -54,6 +54,10 @@ DONE_MESSAGES = {
         "this one then waits for it again (a step cancelled while waiting: enqueue its "
         "workflow again)."
     ),
+    "cancel-workflow": (
+        "Cancelled the workflow: {n} step(s) cancelled or, running, told to stop (each ends "
+        "cancelled when its run does)."
+    ),
     "bulk-retry": "Retried {n} failed job(s) matching the filter.",
     "bulk-discard": "Discarded {n} failed job(s) matching the filter.",
     "pause": "Paused.",

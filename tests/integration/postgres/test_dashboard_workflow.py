@@ -20,6 +20,7 @@ from tests.integration.postgres.dashboard_helpers import (
     BASE,
     XSS_ERROR,
     client,
+    csrf_of,
     dashboard,
     execute,
     seed,
@@ -95,3 +96,36 @@ def _x(node: ET.Element) -> float:
     rect = node.find(f"{SVG}rect")
     assert rect is not None
     return float(rect.get("x", "nan"))
+
+
+async def test_the_workflow_page_cancels_the_workflow(
+    store: PgDashboardStore, database_url: str, pg_schema: str
+) -> None:
+    async with PostgresBackend(database_url, schema=pg_schema) as backend:
+        producer = await Producer.create(FlowQueues, backend)
+        flow = chain(Count(text="ab"), Double.from_count)
+        handle = await producer.enqueue_workflow(flow)
+        async with client(dashboard(store)) as http:
+            await sign_in(http, ADMIN_KEY)
+            page = (await http.get(f"{BASE}/workflows/{handle.workflow_id}")).text
+            assert 'data-action="cancel-workflow"' in page
+            csrf = csrf_of(page)
+            form = {"id": str(handle.workflow_id), "csrf": csrf, "back": f"{BASE}/"}
+            confirm = await http.post(f"{BASE}/actions/cancel-workflow", data=form)
+            assert "Cancel the workflow" in confirm.text
+            done = await http.post(
+                f"{BASE}/actions/cancel-workflow", data={**form, "confirm": "yes"}
+            )
+            shown = (await http.get(done.headers["location"])).text
+            after = (await http.get(f"{BASE}/workflows/{handle.workflow_id}")).text
+        assert "Cancelled the workflow: 2 step(s)" in shown
+        assert 'data-action="cancel-workflow"' not in after  # nothing left to cancel
+        info = await producer.workflow(handle)
+        assert info is not None and [s.state for s in info.steps] == ["cancelled", "cancelled"]
+    audit = sql.SQL("SELECT actor, action, filter, count FROM {}").format(
+        sql.Identifier(pg_schema, "queue_message_audit")
+    )
+    rows = await execute(database_url, audit)
+    assert [tuple(r[1:]) for r in rows] == [
+        ("cancel workflow", f"workflow {handle.workflow_id}", 2)
+    ]

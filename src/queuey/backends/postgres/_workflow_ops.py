@@ -142,6 +142,7 @@ class DashboardWorkflows:
 
     _pool: AsyncConnectionPool[AsyncConnection[TupleRow]]
     _checks: Statements
+    cancel_channel: str
     open: Callable[[], Awaitable[None]]
 
     async def workflow(self, job_id: str) -> WorkflowInfo | None:
@@ -175,3 +176,25 @@ class DashboardWorkflows:
                 cursor = await conn.execute(self._checks["workflow_of"], params)
                 row = await cursor.fetchone()
                 return None if row is None or row[0] is None else str(row[0])
+
+    async def cancel_workflow(self, actor: str, workflow_id: str) -> WorkflowCancel:
+        """Cancel workflow ``workflow_id`` (or that of the step with that job id) as
+        ``queuey workflows cancel`` does, running steps told on ``cancel_channel``; audited
+        as "cancel workflow" in the same transaction.
+
+        Raises:
+            ConfigError: the id is not a UUID.
+            BackendError: the database failed; nothing changed.
+        """
+        found = parse_id(workflow_id)
+        await self.open()
+        with database_errors():
+            async with self._pool.connection() as conn, conn.transaction():
+                params = {"id": found, "channel": self.cancel_channel}
+                cursor = await conn.execute(self._checks["cancel_workflow"], params)
+                cancelled, requested = await cursor.fetchone() or (0, 0)
+                audit = {"actor": actor, "action": "cancel workflow", "kind": None, "queue": None}
+                audit |= {"job_id": None, "filter": f"workflow {found}"}
+                audit["count"] = cancelled + requested
+                await conn.execute(self._checks["record_action"], audit)
+        return WorkflowCancel(int(cancelled), int(requested))
