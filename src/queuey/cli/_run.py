@@ -70,14 +70,19 @@ def run_command(
         raise click.UsageError("--processes cannot go with --http: one process holds a port")
     supervise(processes, "run")
     app = load_app(config_path, app_target)
+    settings = _http_settings(config_path) if http else None
     url = app_database_url(database_url, app.database_url, config_path)
-    if http:
-        from queuey.topics import load_app_config
-
-        settings = HttpSettings.of(load_app_config(config_path))
-        run_async(_serve_http(app, settings, url, schema, host=host, port=port))
-    else:
+    if settings is None:
         run_async(_serve(app, url, schema))
+    else:
+        run_async(_serve_http(app, settings, url, schema, host=host, port=port))
+
+
+def _http_settings(config_path: str) -> HttpSettings:
+    """``--http``: the app file's ``[http]``, ``[dashboard]`` and ``[queues] publish``."""
+    from queuey.topics import load_app_config
+
+    return HttpSettings.of(load_app_config(config_path))
 
 
 async def _serve(app: App, url: str, schema: str) -> None:
