@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from queuey import JobFailedError, Producer, Worker
+from queuey import Job, JobContext, JobFailedError, Producer, Worker
 from queuey.backends.base import Backend
-from queuey.backends.workflow_ops import WorkflowCancel, WorkflowOps
-from queuey.workflows import chain, group
+from queuey.backends.workflow_ops import WorkflowCancel, WorkflowOps, WorkflowStep
+from queuey.workflows import FanOut, chain, group, start
 from tests.integration.postgres.workflow_app import Count, Double, FlowQueues, Sum, register
 
 
@@ -89,3 +89,42 @@ async def _until(producer: Producer[FlowQueues], job_id: str, state: str) -> Non
             return
         await asyncio.sleep(0.1)
     raise AssertionError(f"job {job_id} never reached {state}: {info}")
+
+
+class Split(Job[FlowQueues, FanOut[int]], queue=FlowQueues.steps, name="flows.SplitShown"):
+    text: str
+
+
+async def test_jobs_a_step_fans_out_to_are_shown_after_it(backend: Backend) -> None:
+    if not isinstance(backend, WorkflowOps):
+        pytest.skip("the backend runs no workflows")
+    producer = await Producer.create(FlowQueues, backend)
+    worker = Worker(FlowQueues, backend, concurrency=4)
+
+    async def record(kind: str, key: str) -> None:
+        return None
+
+    register(worker, record)
+
+    @worker.handler(Split)
+    async def split(job: Split, ctx: JobContext) -> FanOut[int]:
+        return FanOut(Count(text=part) for part in job.text.split(" "))
+
+    running = asyncio.create_task(worker.run())
+    try:
+        flow = start(Split(text="a bb")).then_each(Sum.from_counts)
+        handle = await producer.enqueue_workflow(flow)
+        assert await handle.result(timeout=30) == 3
+    finally:
+        worker.shutdown()
+        await running
+    info = await producer.workflow(handle)
+    assert info is not None and info.state == "done"
+    by_type: dict[str, list[WorkflowStep]] = {}
+    for step in info.steps:
+        by_type.setdefault(step.job_type, []).append(step)
+    (first,) = by_type["flows.SplitShown"]
+    added = by_type["flows.Count"]
+    (total,) = by_type["flows.Sum"]
+    assert [s.parents for s in added] == [(first.job_id,), (first.job_id,)]
+    assert sorted(total.parents) == sorted(s.job_id for s in added)

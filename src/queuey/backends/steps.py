@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from queuey.errors import NotSupportedError
 
 __all__ = [
+    "ADDED_BY_HEADER",
     "FAN_OUT_KEY",
     "FAN_OUT_PREFIX",
     "WORKFLOW_HEADER",
@@ -45,6 +46,10 @@ def fans_out(results: Sequence[str | None]) -> bool:
     """Whether one of ``results`` (JSON texts) is a fan-out result."""
     return any(r is not None and r.startswith(FAN_OUT_PREFIX) for r in results)
 
+
+ADDED_BY_HEADER = "queuey-added-by"
+"""The envelope header of a job a step fanned out to (``FAN_OUT_KEY``): that step's job id, its
+parent in the workflow's graph (``queuey workflows show``, the dashboard)."""
 
 FailurePolicy = Literal["fail", "partial"]
 """What a failed parent does to its child: ``fail`` fails the whole workflow (every step still

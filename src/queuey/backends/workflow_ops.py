@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from queuey.backends.base import JobState
+from queuey.backends.steps import ADDED_BY_HEADER
 
 __all__ = [
     "DashboardWorkflowStore",
@@ -100,13 +101,15 @@ def workflow_state(counts: Mapping[str, int]) -> str:
     return "done"
 
 
-def step_parents(step: Any) -> tuple[str, ...]:
-    """The parents a stored step names (its ``step`` column or record), in input order."""
+def step_parents(step: Any, headers: Any = None) -> tuple[str, ...]:
+    """The parents a stored step names (its ``step`` column or record), in input order; for a
+    job a step fanned out to, that step (its ``queuey-added-by`` header)."""
     if isinstance(step, dict):
         parents = step.get("parents")
         if isinstance(parents, list):
             return tuple(str(p) for p in parents)
-    return ()
+    added_by = headers.get(ADDED_BY_HEADER) if isinstance(headers, dict) else None
+    return (str(added_by),) if added_by else ()
 
 
 @runtime_checkable

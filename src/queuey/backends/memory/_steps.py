@@ -8,13 +8,14 @@ child, which fails its own ``fail`` children in turn (transitively).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from queuey.backends.base import JobState
-from queuey.backends.steps import FAN_OUT_KEY, StepEdge, StepRow
+from queuey.backends.steps import ADDED_BY_HEADER, FAN_OUT_KEY, StepEdge, StepRow
 
 __all__ = ["Released", "Steps"]
 
@@ -97,6 +98,7 @@ class Steps:
         flow = self.flow_of.get(job_id)
         mine = [row for row in self.flows.get(flow or "", []) if row.job_id == job_id]
         headers = dict(mine[0].headers) if mine else {}  # its workflow's id and trace context
+        headers[ADDED_BY_HEADER] = job_id
         rows = [
             StepRow(
                 s["id"],
@@ -120,11 +122,24 @@ class Steps:
             if child is None:
                 continue
             child.left += len(rows) - 1
+            child.row = self._rewired(flow, child.row, job_id, [row.job_id for row in rows])
             for at, row in enumerate(rows):
                 spawned_edge = StepEdge(row.job_id, edge.child, at, edge.policy)
                 self._children.setdefault(row.job_id, []).append(spawned_edge)
             if child.left == 0:  # fanned out to no job: its successor runs with none
                 self._release(edge.child, child, released)
+
+    def _rewired(self, flow: str | None, row: StepRow, parent: str, added: list[str]) -> StepRow:
+        """``row`` with ``added`` in place of ``parent`` among the parents its step names (as
+        ``ack_results`` rewrites them), also in its workflow's rows."""
+        if row.step is None:
+            return row
+        named = row.step.get("parents") or []
+        parents = [p for name in named for p in (added if name == parent else [name])]
+        new = dataclasses.replace(row, step={**row.step, "parents": parents})
+        steps = self.flows.get(flow or "", [])
+        steps[:] = [new if r.job_id == row.job_id else r for r in steps]
+        return new
 
     def _fail(self, job_id: str, cause: str, error: str, released: Released) -> None:
         """``job_id`` will never succeed (``cause`` failed with ``error``)."""

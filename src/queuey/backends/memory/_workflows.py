@@ -31,7 +31,7 @@ class MemoryWorkflowOps:
 
     def _step(self, row: StepRow) -> WorkflowStep:
         record = self._store.jobs[row.job_id]
-        parents = step_parents(row.step)
+        parents = step_parents(row.step, row.headers)
         return WorkflowStep(
             row.job_id, row.job_type, row.queue, record.state, parents, record.last_error
         )

@@ -55,7 +55,7 @@ def info_of(rows: Sequence[dict[str, Any]]) -> WorkflowInfo | None:
 
 def _step(row: dict[str, Any]) -> WorkflowStep:
     state: JobState = row["status"]
-    parents = step_parents(row["step"])
+    parents = step_parents(row["step"], row["headers"])
     return WorkflowStep(row["id"], row["job_type"], row["queue"], state, parents, row["error"])
 
 

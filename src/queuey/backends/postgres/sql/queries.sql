@@ -817,13 +817,16 @@ WITH {ack_results_done}, fanned AS (
     -- Dynamic fan-out (queuey.fan_out): a result whose key __queuey_fan_out__ lists jobs (id,
     -- job_type, queue, payload) adds those jobs to the row's workflow, due now, in this
     -- statement; each step after the row waits for them instead (their results at positions
-    -- 0.., in order). They carry the row's headers (its workflow's id and trace context).
+    -- 0.., in order). They carry the row's headers (its workflow's id and trace context) and
+    -- its id (queuey-added-by: their parent in the workflow's graph).
     SELECT done.id AS parent, done.workflow, done.headers, f.n - 1 AS position, f.step
     FROM done, jsonb_array_elements(done.fan) WITH ORDINALITY AS f(step, n)
 ), spawned AS (
     INSERT INTO {table} (id, kind, queue, job_type, status, payload, enqueued_at_ms, workflow,
                          headers)
-    SELECT r.id, 'job', r.queue, r.job_type, 'pending', r.payload, r.at, f.workflow, f.headers
+    SELECT r.id, 'job', r.queue, r.job_type, 'pending', r.payload, r.at, f.workflow,
+           (coalesce(f.headers::jsonb, '{{}}'::jsonb)
+            || jsonb_build_object('queuey-added-by', f.parent::text))::json
     FROM fanned AS f,
          jsonb_to_record(f.step) AS r(id uuid, queue text, job_type text, payload json, at bigint)
     ORDER BY f.parent, f.position
@@ -1644,9 +1647,10 @@ VALUES (%(actor)s, %(action)s, %(kind)s, %(queue)s, %(job_id)s::uuid, %(filter)s
 -- name: workflow_steps
 -- The steps of one workflow (%(id)s: its id, or the job id of one of its steps) in the order
 -- they were enqueued (parents first): id, job name, queue, status, step (its builder and its
--- parents' ids, NULL for a root) and last error.
+-- parents' ids, NULL for a root or a job a step fanned out to), headers (a job a step fanned
+-- out to names that step in queuey-added-by) and last error.
 SELECT m.workflow::text AS workflow, m.id::text AS id, m.job_type, m.queue, m.status, m.step,
-       m.error
+       m.headers, m.error
 FROM {table} AS m
 WHERE m.workflow = coalesce((SELECT workflow FROM {table} WHERE id = %(id)s::uuid), %(id)s::uuid)
 ORDER BY m.seq;
