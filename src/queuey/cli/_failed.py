@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
@@ -117,26 +119,48 @@ _TARGET = click.argument("row_id", metavar="[ID]", type=click.UUID, required=Fal
 _ALL = click.option("--all", "every", is_flag=True, help="Every failed row (of --queue if given).")
 
 
+@dataclass(frozen=True)
+class _Selection:
+    """What ``retry`` or ``discard`` acts on: row ``row_id`` (``None``: every row, of
+    ``queue`` if given) of ``status``, through ``admin`` on ``schema``."""
+
+    admin: Admin
+    schema: str
+    row_id: uuid.UUID | None
+    queue: str | None
+    status: Stopped
+
+
+def _selecting(action: Callable[[_Selection], None]) -> Callable[..., None]:
+    """``action`` as a command taking ``[ID]``, ``--all``, ``--queue``, ``--cancelled``,
+    ``--database-url`` and ``--schema``, which it receives as one ``_Selection``."""
+
+    @functools.wraps(action)
+    def command(
+        row_id: uuid.UUID | None,
+        every: bool,
+        queue: str | None,
+        cancelled: bool,
+        database_url: str | None,
+        schema: str,
+    ) -> None:
+        _check_target(row_id, every)
+        admin = admin_for(database_url, schema)
+        action(_Selection(admin, schema, row_id, queue, _stopped(cancelled)))
+
+    options = (_TARGET, _ALL, _QUEUE, _CANCELLED, DATABASE_URL, SCHEMA)
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @failed_group.command("retry")
-@_TARGET
-@_ALL
-@_QUEUE
-@_CANCELLED
-@DATABASE_URL
-@SCHEMA
-def failed_retry(
-    row_id: uuid.UUID | None,
-    every: bool,
-    queue: str | None,
-    cancelled: bool,
-    database_url: str | None,
-    schema: str,
-) -> None:
+@_selecting
+def failed_retry(chosen: _Selection) -> None:
     """Put failed row ID (or --all of them; with --cancelled, cancelled ones) back to
     pending: due now, attempts and redeliveries reset to 0, the last error kept. Exits 1 when
     nothing was retried."""
-    _check_target(row_id, every)
-    admin, status = admin_for(database_url, schema), _stopped(cancelled)
+    admin, row_id, queue, status = chosen.admin, chosen.row_id, chosen.queue, chosen.status
     work = (
         admin.retry(row_id, queue=queue, status=status)
         if row_id
@@ -148,7 +172,7 @@ def failed_retry(
         click.echo(_left_alone(row, status), err=not touched)
     if held and not touched:
         sys.exit(EXIT_NOT_FOUND)
-    _report(admin, touched, "retry", "retried", row_id, queue, schema, status)
+    _report(chosen, touched, "retry", "retried")
 
 
 def _left_alone(row: Held, status: str) -> str:
@@ -171,30 +195,17 @@ def _left_alone(row: Held, status: str) -> str:
 
 
 @failed_group.command("discard")
-@_TARGET
-@_ALL
-@_QUEUE
-@_CANCELLED
-@DATABASE_URL
-@SCHEMA
-def failed_discard(
-    row_id: uuid.UUID | None,
-    every: bool,
-    queue: str | None,
-    cancelled: bool,
-    database_url: str | None,
-    schema: str,
-) -> None:
+@_selecting
+def failed_discard(chosen: _Selection) -> None:
     """Delete failed row ID (or --all of them; with --cancelled, cancelled ones). Exits 1
     when nothing was discarded."""
-    _check_target(row_id, every)
-    admin, status = admin_for(database_url, schema), _stopped(cancelled)
+    admin, row_id, queue, status = chosen.admin, chosen.row_id, chosen.queue, chosen.status
     work = (
         admin.discard(row_id, queue=queue, status=status)
         if row_id
         else admin.discard_all(queue=queue, status=status)
     )
-    _report(admin, run_async(work), "discard", "discarded", row_id, queue, schema, status)
+    _report(chosen, run_async(work), "discard", "discarded")
 
 
 def _check_queue(admin: Admin, queue: str | None, schema: str) -> None:
@@ -217,24 +228,16 @@ def _check_target(row_id: uuid.UUID | None, every: bool) -> None:
         raise click.UsageError("give a failed row's ID or --all, not both")
 
 
-def _report(
-    admin: Admin,
-    touched: Sequence[Touched],
-    verb: str,
-    done: str,
-    row_id: uuid.UUID | None,
-    queue: str | None,
-    schema: str,
-    status: Stopped = "failed",
-) -> None:
+def _report(chosen: _Selection, touched: Sequence[Touched], verb: str, done: str) -> None:
     """Confirm each queue acted on, or say why nothing was and exit 1."""
     from queuey.cli._rows_view import confirmations
 
+    admin, row_id, queue, status = chosen.admin, chosen.row_id, chosen.queue, chosen.status
     if touched:
         for line in confirmations(done, touched, status):
             click.echo(line)
         return
-    _check_queue(admin, queue, schema)
+    _check_queue(admin, queue, chosen.schema)
     if row_id is None:
         fail(f"no {status} rows to {verb}{f' on {queue}' if queue else ''}", EXIT_NOT_FOUND)
     row = run_async(admin.show(row_id))
