@@ -5,8 +5,9 @@ for each mode in turn (so load on a shared machine hits every mode alike), enque
 no-op jobs in bulk, then time one ``Worker`` draining them; prints each mode's median jobs/s
 and its cost against ``off``. Modes are ``bench.systems._queuey.observability``'s: ``off``,
 ``metrics``, ``tracing`` (an SDK provider sampling every trace, spans batched to an exporter that
-drops them), ``both``, ``sampled`` (both, 10% of traces sampled at enqueue). It runs in a schema
-of its own (``bench_observe_<pid>``), dropped at the end, so it never meets another run.
+drops them), ``both``, ``sampled`` (both, 10% of traces sampled at enqueue), ``unsampled``
+(tracing on, no trace sampled). It runs in a schema of its own (``bench_observe_<pid>``),
+dropped at the end, so it never meets another run.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from bench.systems._env import DATABASE_URL, drop_schema
 from queuey import JobContext, Producer, Worker
 from queuey.backends.postgres import PostgresBackend, migrate
 
-MODES = ("off", "metrics", "tracing", "both", "sampled")
+MODES = ("off", "metrics", "tracing", "both", "sampled", "unsampled")
 
 
 async def drain(schema: str, mode: str, jobs: int) -> float:

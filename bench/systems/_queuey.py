@@ -27,7 +27,8 @@ broker more per message: docs/benchmarks.md, round 6). PostgreSQL's drain does n
 OBSERVE = os.environ.get("BENCH_QUEUEY_OBSERVE", "")
 """The cost of observability: ``metrics`` (Prometheus ``Metrics``), ``tracing`` (an
 OpenTelemetry SDK provider sampling every trace, batching spans to an exporter that drops
-them), ``both``, or ``sampled`` (both, 10% of traces sampled at enqueue); empty: neither."""
+them), ``both``, ``sampled`` (both, 10% of traces sampled at enqueue), or ``unsampled`` (tracing
+on, no trace sampled: what tracing costs a run whose trace is not kept); empty: neither."""
 
 
 def observability() -> tuple[object, Any]:
@@ -37,17 +38,24 @@ def observability() -> tuple[object, Any]:
         from queuey.observability import Metrics
 
         metrics = Metrics()
-    if OBSERVE not in ("tracing", "both", "sampled"):
+    if OBSERVE not in ("tracing", "both", "sampled", "unsampled"):
         return False, metrics
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
+    from opentelemetry.sdk.trace.sampling import (
+        ALWAYS_OFF,
+        ALWAYS_ON,
+        ParentBased,
+        TraceIdRatioBased,
+    )
 
     class Drop(SpanExporter):
         def export(self, spans: Any) -> SpanExportResult:
             return SpanExportResult.SUCCESS
 
     sampler = ParentBased(TraceIdRatioBased(0.1)) if OBSERVE == "sampled" else ALWAYS_ON
+    if OBSERVE == "unsampled":
+        sampler = ParentBased(ALWAYS_OFF)
     provider = TracerProvider(sampler=sampler)
     provider.add_span_processor(BatchSpanProcessor(Drop()))
     return provider, metrics

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased
 from opentelemetry.trace import SpanKind, StatusCode
 
 from queuey import JobContext, Producer, Worker
@@ -108,6 +110,60 @@ async def test_enqueue_many_is_one_span_parent_of_each_job(
     assert send.attributes["messaging.batch.message_count"] == 3
     assert len(runs) == 3
     assert {span.parent.span_id for span in runs if span.parent} == {send.context.span_id}
+
+
+async def test_jobs_of_separate_enqueues_are_each_under_their_own_send(
+    backend: Backend, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    provider, exporter = spans
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend, tracing=provider)
+    worker = Worker(kit.queues, backend, queues=[kit.queues.plain], tracing=provider)  # type: ignore[attr-defined]
+    ran: dict[int, str] = {}
+
+    @worker.handler(kit.Plain)
+    async def handle(job: Any) -> None:  # no context taken: the span is made all the same
+        ran[job.n] = format(trace.get_current_span().get_span_context().trace_id, "032x")
+
+    for n in range(3):
+        await producer.enqueue(kit.Plain(n=n))
+    await run_until(worker, lambda: finished(worker) == 3)
+    found = exporter.get_finished_spans()
+    sends = {
+        span.attributes["messaging.message.id"]: span for span in of_kind(found, SpanKind.PRODUCER)
+    }  # type: ignore[index]
+    runs = of_kind(found, SpanKind.CONSUMER)
+    assert len(sends) == 3 and len(runs) == 3
+    for span in runs:
+        send = sends[attr(span, "messaging.message.id")]
+        assert span.parent is not None and send.context is not None
+        assert span.parent.span_id == send.context.span_id
+        assert attr(span, "queuey.outcome") == "succeeded"
+    assert len(set(ran.values())) == 3
+
+
+async def test_a_trace_not_sampled_records_nothing_and_reaches_the_handler(
+    backend: Backend, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    _, exporter = spans
+    sending = TracerProvider(sampler=ALWAYS_OFF)  # the producer's trace is not sampled
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_ON))  # a span with no parent would be
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend, tracing=sending)
+    worker = Worker(kit.queues, backend, queues=[kit.queues.plain], tracing=provider)  # type: ignore[attr-defined]
+    seen: list[trace.SpanContext] = []
+
+    @worker.handler(kit.Plain)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        with provider.get_tracer("app").start_as_current_span("inner") as inner:
+            seen.append(inner.get_span_context())
+
+    await producer.enqueue(kit.Plain(n=1))
+    await run_until(worker, lambda: finished(worker) == 1)
+    assert exporter.get_finished_spans() == ()
+    (inner,) = seen
+    assert inner.trace_id != 0 and not inner.trace_flags.sampled
 
 
 async def test_topic_publish_with_two_subscribers_gives_two_runs_under_it(

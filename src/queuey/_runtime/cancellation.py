@@ -19,7 +19,7 @@ from datetime import timedelta
 
 from queuey._outcome import Outcome
 from queuey._run_scope import CURRENT_RUN, RunScope
-from queuey._runtime.middleware import CallNext, Middleware
+from queuey._runtime.middleware import CallNext, Unguarded
 from queuey._runtime.settle import stopped
 from queuey.backends.base import Delivery
 
@@ -52,7 +52,7 @@ class _Watch:
             self._timer.cancel()
 
 
-class Cancellation(Middleware):
+class Cancellation(Unguarded):
     """Opens each run's scope and stops runs whose job was cancelled (see the module).
 
     Args:

@@ -6,7 +6,6 @@ A plain (``def``) handler runs in a thread pool, never on the event loop.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import pickle
 import typing
@@ -18,7 +17,7 @@ from pydantic import TypeAdapter
 
 from queuey._runtime.invoke import is_coroutine_callable
 from queuey.errors import ConfigError
-from queuey.jobs import Job, JobContext
+from queuey.jobs import Job
 from queuey.retry import RetryPolicy
 
 __all__ = ["HandlerEntry", "make_entry", "portable", "takes_context"]
@@ -27,15 +26,17 @@ __all__ = ["HandlerEntry", "make_entry", "portable", "takes_context"]
 @dataclass(frozen=True)
 class HandlerEntry:
     """A registered handler: the job class, the callable, whether it is a coroutine, the
-    job's effective retry policy (resolved once, at registration), and the validator of its
-    declared result type (``None`` when it declares none)."""
+    job's effective retry policy (resolved once, at registration), the validator of its
+    declared result type (``None`` when it declares none), and whether it takes the context
+    (``call(job, ctx)``; else ``call(job)``, and no ``JobContext`` is built for its runs)."""
 
     job_type: type[Job[Any, Any]]
-    call: Callable[[Any, JobContext], Any]
+    call: Callable[..., Any]
     is_async: bool
     name: str
     retry: RetryPolicy
     result: TypeAdapter[Any] | None = None
+    takes_context: bool = True
 
 
 def _callable_of(target: object) -> Callable[..., Any]:
@@ -72,11 +73,6 @@ def takes_context(call: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
-def _job_only(call: Callable[[Any], Any], job: Any, ctx: JobContext) -> Any:
-    """Call a handler that takes only the job."""
-    return call(job)
-
-
 def portable(entry: HandlerEntry) -> None:
     """Check that ``entry``'s plain handler can be sent to a handler process (pickled by
     reference: a function or class defined at module level, an instance that pickles).
@@ -105,8 +101,7 @@ def make_entry(job_type: type[Job[Any, Any]], target: object) -> HandlerEntry:
     call = _callable_of(target)
     _check_annotation(call, job_type)
     is_async = is_coroutine_callable(call)
-    if not takes_context(call):
-        call = functools.partial(_job_only, call)  # picklable (a handler process) if call is
     name = getattr(target, "__qualname__", type(target).__qualname__)
     retry = job_type.effective_retry()
-    return HandlerEntry(job_type, call, is_async, name, retry, job_type.__queuey_result__)
+    result = job_type.__queuey_result__
+    return HandlerEntry(job_type, call, is_async, name, retry, result, takes_context(call))

@@ -34,7 +34,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import Executor
 from typing import Any
 
-from queuey._outcome import Cancelled, DeferFor, LeaseLost, Outcome, RetryAfter
+from queuey._outcome import Ack, Cancelled, DeferFor, LeaseLost, Outcome, RetryAfter
 from queuey._runtime.batch_lanes import BatchLanes, Started
 from queuey._runtime.cancellation import Cancellation
 from queuey._runtime.faces import Face
@@ -91,16 +91,22 @@ class Runner:
         The chain is built here, once per consumer session, not per delivery.
         """
         face = self._face
+        runs = self._runs
 
         def call(delivery: Delivery) -> Coroutine[Any, Any, Outcome]:
-            threads = self._runs.get(id(delivery)) or self._threads(executor, delivery)
-            return face.run(delivery.envelope, queue, threads)
+            envelope = delivery.envelope
+            if face.on_loop(envelope):  # no thread is ever taken: nothing to keep per run
+                return face.run(envelope, queue, executor)
+            threads = runs.get(id(delivery))
+            if threads is None:
+                threads = runs[id(delivery)] = self._threads(executor, delivery)
+            return face.run(envelope, queue, threads)
 
         def failed(delivery: Delivery, error: BaseException) -> Outcome:
             return face.failed(delivery.envelope, queue, error)
 
         chained = self.chain.wrap(call, failed)
-        return functools.partial(self._process, chained, failed, executor, ran)
+        return functools.partial(self.process, chained, failed, ran=ran)
 
     def lanes(
         self, queue: QueueConfig, consumer: object, ran: Ran, started: Started
@@ -130,20 +136,6 @@ class Runner:
 
         return RunThreads(executor, describe, face.log)
 
-    async def _process(
-        self,
-        call: CallNext,
-        failed: Failed,
-        executor: Executor,
-        ran: Ran | None,
-        delivery: Delivery,
-    ) -> None:
-        self._runs[id(delivery)] = self._threads(executor, delivery)
-        try:
-            await self.process(call, failed, delivery, ran)
-        finally:
-            del self._runs[id(delivery)]
-
     async def process(
         self, call: CallNext, failed: Failed, delivery: Delivery, ran: Ran | None = None
     ) -> None:
@@ -157,16 +149,22 @@ class Runner:
                 a thread still runs its handler).
         """
         try:
-            outcome = await call(delivery)
-        except asyncio.CancelledError:
-            if not self.in_thread(delivery):
-                await release(delivery)
-            raise
-        except BaseException as exc:
-            fields = self._face.fields(delivery.envelope)
-            self._face.log.error("the run failed outside its handler", exc_info=exc, extra=fields)
-            outcome = failed(delivery, exc)
-        await self._thread_ended(delivery)
+            try:
+                outcome = await call(delivery)
+            except asyncio.CancelledError:
+                if not self.in_thread(delivery):
+                    await release(delivery)
+                raise
+            except BaseException as exc:
+                fields = self._face.fields(delivery.envelope)
+                self._face.log.error(
+                    "the run failed outside its handler", exc_info=exc, extra=fields
+                )
+                outcome = failed(delivery, exc)
+            if id(delivery) in self._runs:
+                await self._thread_ended(delivery)
+        finally:
+            self._runs.pop(id(delivery), None)
         if ran is not None:
             ran(delivery)
         await self._settle(delivery, outcome)
@@ -201,7 +199,10 @@ class Runner:
 
     async def _record(self, delivery: Delivery, outcome: Outcome) -> Exception | None:
         try:
-            await settle(delivery, outcome)
+            if type(outcome) is Ack and outcome.result is None:  # most runs: one frame less
+                await delivery.ack()
+            else:
+                await settle(delivery, outcome)
         except Exception as exc:
             if not isinstance(outcome, Cancelled | LeaseLost) and cancelled_meanwhile(delivery):
                 return await self._record(delivery, stopped(delivery))

@@ -40,7 +40,8 @@ from queuey.envelope import Envelope
 from queuey.errors import ConfigError
 
 try:
-    from opentelemetry import propagate, trace
+    from opentelemetry import context, propagate, trace
+    from opentelemetry.context import Context
     from opentelemetry.trace import SpanKind, Status, StatusCode
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ConfigError(f"tracing needs OpenTelemetry: {install_hint('otel')} ({exc})") from exc
@@ -157,12 +158,25 @@ class Tracing(_Spans, Middleware):
 
     def __init__(self, system: str, provider: object = True) -> None:
         super().__init__(system, provider, "process")
+        self._per_queue: dict[str, dict[str, Any]] = {}
+        self._last_key: tuple[object, ...] = ()
+        self._last_parent: Context | None = None
 
-    def _attributes(self, envelope: Envelope) -> dict[str, Any]:
+    def _queue_attributes(self, queue: str) -> dict[str, Any]:
+        """What every span of ``queue`` carries from its start (what a sampler sees), built
+        once per queue: the SDK copies what it is given, so the dict is never changed."""
+        attributes = self._per_queue.get(queue)
+        if attributes is None:
+            attributes = self._per_queue[queue] = {
+                "messaging.system": self._system,
+                "messaging.operation.type": "process",
+                "messaging.destination.name": queue,
+            }
+        return attributes
+
+    def _job_attributes(self, envelope: Envelope) -> dict[str, Any]:
+        """The run's own attributes, set only on a span that records."""
         attributes = {
-            "messaging.system": self._system,
-            "messaging.operation.type": "process",
-            "messaging.destination.name": envelope.queue,
             "messaging.message.id": envelope.job_id,
             "queuey.job.type": envelope.job_type,
             "queuey.job.attempt": envelope.attempt,
@@ -172,26 +186,55 @@ class Tracing(_Spans, Middleware):
             attributes["queuey.workflow.id"] = workflow
         return attributes
 
+    def _parent(self, headers: dict[str, str]) -> Context | None:
+        """The producer's context extracted from ``headers``; the last one is kept, since the
+        jobs of one ``enqueue_many`` carry the same trace context and come in a row."""
+        if not headers:
+            return None
+        textmap = propagate.get_global_textmap()
+        key = (textmap, *[headers.get(field) for field in textmap.fields])
+        if key != self._last_key:
+            self._last_parent = propagate.extract(headers)
+            self._last_key = key
+        return self._last_parent
+
     async def around_call(self, delivery: Delivery, call_next: CallNext) -> Outcome:
-        """Run the delivery inside its CONSUMER span; record its outcome there."""
+        """Run the delivery inside its CONSUMER span, the current span while it runs (a
+        span the sampler dropped too, so the handler's own spans follow its decision);
+        record the run's attributes and outcome there only when the span records."""
         envelope = delivery.envelope
-        parent = propagate.extract(envelope.headers) if envelope.headers else None
-        with self._tracer.start_as_current_span(
-            self._name(envelope.queue),
+        queue = envelope.queue
+        parent = self._parent(envelope.headers)
+        span = self._tracer.start_span(
+            self._name(queue),
             context=parent,
             kind=SpanKind.CONSUMER,
-            attributes=self._attributes(envelope),
+            attributes=self._queue_attributes(queue),
             record_exception=False,
             set_status_on_exception=False,
-        ) as span:
+        )
+        token = context.attach(trace.set_span_in_context(span, parent))
+        try:
             outcome = await call_next(delivery)
-            _record(span, outcome)
+        except BaseException:
+            if span.is_recording():
+                span.set_attributes(self._job_attributes(envelope))
+            raise
+        else:
+            if span.is_recording():
+                attributes = self._job_attributes(envelope)
+                attributes["queuey.outcome"] = outcome.kind.value
+                span.set_attributes(attributes)
+                _record(span, outcome)
             return outcome
+        finally:
+            context.detach(token)
+            span.end()
 
 
 def _record(span: trace.Span, outcome: Outcome) -> None:
-    """Put ``outcome`` on ``span``: its kind, and for a failure its exception and status."""
-    span.set_attribute("queuey.outcome", outcome.kind.value)
+    """Put a failed ``outcome`` on ``span``: its exception and status (its kind is set with
+    the run's attributes)."""
     if outcome.kind is OutcomeKind.SUCCEEDED or outcome.kind is OutcomeKind.DEFERRED:
         return
     if outcome.kind is OutcomeKind.CANCELLED:

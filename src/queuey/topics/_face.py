@@ -62,6 +62,12 @@ class TopicFace:
         self._retry = TopicRetry(config)
         self._functions = functions
 
+    def on_loop(self, envelope: Envelope) -> bool:
+        """Whether the message's function is a coroutine function (or is not loaded): its
+        run never takes a thread."""
+        function = self._functions.get(envelope.job_type)
+        return function is None or function.is_async
+
     async def run(self, envelope: Envelope, queue: QueueConfig, executor: Executor) -> Outcome:
         """Call the message's function and decide (see ``Face.run``)."""
         failure = await self._call(envelope, executor)

@@ -38,6 +38,11 @@ class Face(Protocol):
         """
         ...
 
+    def on_loop(self, envelope: Envelope) -> bool:
+        """Whether ``envelope``'s run never takes a thread (its handler is a coroutine
+        function, or it has none): the runner then keeps no thread bookkeeping for it."""
+        ...
+
     def failed(self, envelope: Envelope, queue: QueueConfig, error: BaseException) -> Outcome:
         """The outcome of a run that failed outside its handler with ``error`` (a middleware
         raised): decided as if the handler had raised it."""

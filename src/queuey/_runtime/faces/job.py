@@ -176,6 +176,12 @@ class JobFace:
         self._handlers.update(other._handlers)
         self._batches.update(other._batches)
 
+    def on_loop(self, envelope: Envelope) -> bool:
+        """Whether ``envelope``'s handler runs on the event loop (an ``async def``, a batch
+        handler, or none at all): its run never takes a thread."""
+        entry = self._handlers.get(envelope.job_type)
+        return entry is None or entry.is_async
+
     async def run(self, envelope: Envelope, queue: QueueConfig, executor: Executor) -> Outcome:
         """Decode the job, call its handler under the timeout and decide (see ``Face.run``)."""
         entry = self._handlers.get(envelope.job_type)
@@ -191,13 +197,15 @@ class JobFace:
         except Exception as exc:  # a workflow step's builder may raise anything
             return DeadLetter(clean_text(f"step builder error: {type(exc).__name__}: {exc}"))
         policy = entry.retry
-        context = job_context(envelope, policy.max_attempts)
+        args: tuple[Any, ...] = (job,)
+        if entry.takes_context:  # a handler that takes only the job gets no context built
+            args = (job, job_context(envelope, policy.max_attempts))
         if entry.result is not None:
-            returning = (entry, entry.result, job, context, envelope)
+            returning = (entry, entry.result, args, envelope)
             return await self._returning(*returning, queue.top_priority, executor)
         error = await run_handler(
             entry.call,
-            (job, context),
+            args,
             is_async=entry.is_async,
             executor=executor,
             timeout=self._timeout,
@@ -225,21 +233,21 @@ class JobFace:
         self,
         entry: HandlerEntry,
         adapter: TypeAdapter[Any],
-        job: Job[Any, Any],
-        context: JobContext,
+        args: tuple[Any, ...],
         envelope: Envelope,
         top_priority: int,
         executor: Executor,
     ) -> Outcome:
-        """Run the handler of a job that declares a result type: its return value, validated
-        and written as JSON, goes with the ``Ack``; a value that does not validate fails the
-        attempt (``ResultError``, retryable under the job's policy)."""
-        scope = context.run_scope
+        """Run the handler of a job that declares a result type (``args``: the job, and its
+        context when the handler takes one): its return value, validated and written as JSON,
+        goes with the ``Ack``; a value that does not validate fails the attempt
+        (``ResultError``, retryable under the job's policy)."""
+        scope = args[1].run_scope if len(args) > 1 else None
         if scope is not None:  # its completion carries the result: no handler transaction
-            vars(context)["run_scope"] = RunScope(scope.cancel, refuse_transaction, scope.report)
+            vars(args[1])["run_scope"] = RunScope(scope.cancel, refuse_transaction, scope.report)
         error, value = await run_returning(
             entry.call,
-            (job, context),
+            args,
             is_async=entry.is_async,
             executor=executor,
             timeout=self._timeout,

@@ -63,12 +63,17 @@ class AckBatch:
             LostClaimError: the fence failed (the row was reclaimed and claimed again).
             BackendError: the statement failed; the row will be redelivered after its lease.
         """
+        if not await self.submit(row_id, attempts, result):
+            raise lost_claim(row_id)
+
+    def submit(self, row_id: str, attempts: int, result: str | None = None) -> asyncio.Future[bool]:
+        """``ack`` without its coroutine: the future is true once the ack is recorded, false
+        when the fence failed; it fails with ``BackendError`` when the statement failed."""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._pending.append((row_id, attempts, future, result))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
-        if not await future:
-            raise lost_claim(row_id)
+        return future
 
     async def _gather(self) -> None:
         """Wait while acks keep arriving: one loop iteration at a time, until one brings none,

@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
-from queuey.backends.postgres._acks import AckBatch, LostClaimError, lost_claim
+from queuey.backends.postgres._acks import AckBatch, lost_claim
 from queuey.backends.postgres._errors import DatabaseUnavailableError, RefusedError
 from queuey.backends.postgres._outage import Outage
 from queuey.backends.postgres._recovery import Recovery
@@ -87,12 +87,11 @@ class Completer:
         its ``result`` (JSON text) when given, written and announced by the same fenced
         statement."""
         try:
-            await self._acks.ack(row_id, attempts, result)
-        except LostClaimError:
-            refusal = self._refused.pop(row_id, None)
-            if refusal is not None:
-                raise refusal from None
-            raise
+            if not await self._acks.submit(row_id, attempts, result):  # one frame less per job
+                refusal = self._refused.pop(row_id, None)
+                if refusal is not None:
+                    raise refusal
+                raise lost_claim(row_id)
         finally:
             self._refused.pop(row_id, None)
             self.held.discard(row_id)
