@@ -129,9 +129,7 @@ async def test_jobs_of_separate_enqueues_are_each_under_their_own_send(
         await producer.enqueue(kit.Plain(n=n))
     await run_until(worker, lambda: finished(worker) == 3)
     found = exporter.get_finished_spans()
-    sends = {
-        span.attributes["messaging.message.id"]: span for span in of_kind(found, SpanKind.PRODUCER)
-    }  # type: ignore[index]
+    sends = {attr(span, "messaging.message.id"): span for span in of_kind(found, SpanKind.PRODUCER)}
     runs = of_kind(found, SpanKind.CONSUMER)
     assert len(sends) == 3 and len(runs) == 3
     for span in runs:
