@@ -95,3 +95,36 @@ async def test_a_rate_limit_per_key_holds(backend: Backend) -> None:
         for i, first in enumerate(times):  # never 4 of a key within a second (0.2 s margin)
             assert sum(1 for t in times[i:] if t - first < 0.8) <= 3, (tenant, times)
         assert 0.9 <= times[-1] - times[0] < 5, (tenant, times)
+
+
+async def test_a_burst_starts_at_once_then_the_pace_holds(backend: Backend) -> None:
+    """``RateLimit(2, per="1s", burst=2)``: an idle key starts 3 at once, then one each 0.5 s;
+    no second holds more than 4."""
+    prefix = f"f{uuid.uuid4().hex[:8]}"
+
+    class Bursty(QueueSet, prefix=prefix):
+        paced = Queue(prefetch=8, limits=[RateLimit(2, per="1s", by="tenant", burst=2)])
+
+    class Paced(Job[Bursty], queue=Bursty.paced, name=f"{prefix}.Paced"):
+        tenant: str
+        n: int
+
+    if refuses_limits(backend):
+        with pytest.raises(ConfigError, match=r"flow limits .*rate 2/1s burst 2 by tenant"):
+            backend.consumer(Bursty.paced.config)
+        return
+    worker = Worker(Bursty, backend, concurrency=8)
+    starts: list[float] = []
+
+    @worker.handler(Paced)
+    async def handle(job: Any, ctx: JobContext) -> None:
+        starts.append(asyncio.get_running_loop().time())
+
+    producer = await Producer.create(Bursty, backend)
+    await producer.enqueue_many([Paced(tenant="a", n=n) for n in range(7)])
+    await run_until(worker, lambda: len(starts) == 7, timeout=30)
+    offsets = [round(t - starts[0], 2) for t in starts]
+    assert offsets[2] < 0.3, offsets  # the burst: 3 in the first claim
+    for i, first in enumerate(starts):  # then the pace: never 5 within a second (0.2 s margin)
+        assert sum(1 for t in starts[i:] if t - first < 0.8) <= 4, offsets
+    assert 1.8 <= offsets[-1] < 6, offsets  # 4 more at 0.5 s each
