@@ -24,7 +24,7 @@ from queuey import (
     UnknownBatchError,
     Worker,
 )
-from queuey.backends.postgres import PostgresBackend
+from queuey.backends.postgres import Admin, PostgresBackend
 from queuey.batches import BatchProgress, batch
 from queuey.cli import main
 from tests.conftest import fresh_schema
@@ -187,3 +187,40 @@ async def test_an_expired_member_is_counted_failed(database_url: str, pg_schema:
             worker.shutdown()
             await running
         assert [p.failed for p in done] == [2]
+
+
+async def test_a_retried_member_leaves_its_batch(database_url: str, pg_schema: str) -> None:
+    async with PostgresBackend(database_url, schema=pg_schema, poll_interval="200ms") as backend:
+        producer = await Producer.create(Race, backend)
+        handle = await producer.enqueue_batch(
+            batch(Member(n=1), Member(n=2)).on_complete(Done.from_batch)
+        )
+        assert await producer.cancel(handle.job_ids[0]) == "cancelled"
+        admin = Admin(database_url, schema=pg_schema)
+        (touched,) = await admin.retry(handle.job_ids[0], status="cancelled")
+        assert touched.count == 1
+        shown = await admin.batch(handle.batch_id)
+        assert shown is not None and (shown.total, shown.failed, shown.pending) == (2, 1, 1)
+        seen: dict[int, str | None] = {}
+        done: list[BatchProgress] = []
+        worker = Worker(Race, backend, concurrency=4)
+
+        @worker.handler(Member)
+        async def member(job: Member, ctx: JobContext) -> None:
+            seen[job.n] = ctx.batch_id
+
+        @worker.handler(Done)
+        async def finished(job: Done, ctx: JobContext) -> None:
+            done.append(job.progress)
+
+        running = asyncio.create_task(worker.run())
+        try:
+            for _ in range(200):
+                if done and len(seen) == 2:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            worker.shutdown()
+            await running
+    assert seen == {1: None, 2: handle.batch_id}  # the retried run is no member any more
+    assert [(p.total, p.done, p.failed) for p in done] == [(2, 1, 1)]

@@ -1571,7 +1571,8 @@ doomed_by AS (
 -- the newest goes back, so a key never runs twice. A workflow step that never ran (an upstream
 -- step failed or it was cancelled while waiting: its payload was never built) is left alone
 -- too (ops_held names it), and the steps that failed only because a row retried here did wait
--- again (rearm_steps). Returns the count per (kind, queue).
+-- again (rearm_steps). A member of a batch (migration 0017), counted failed there already,
+-- leaves its batch. Returns the count per (kind, queue).
 WITH RECURSIVE candidates AS (
     SELECT id, seq, unique_kept FROM {table}
     WHERE status = %(status)s::text
@@ -1591,7 +1592,8 @@ WITH RECURSIVE candidates AS (
     SET status = 'pending', attempts = 0, redeliveries = 0, deferrals = 0, available_at = now(),
         expires_at = now() + (expires_at - available_at), processed_at = NULL,
         claimed_at = NULL, claimed_by = NULL, lease_until = NULL, unique_key = unique_kept,
-        batch = NULL
+        batch = NULL, headers = CASE WHEN batch IS NULL THEN headers
+                                     ELSE (headers::jsonb - 'queuey-batch')::json END
     WHERE id IN (SELECT id FROM chosen) AND status = %(status)s::text
     RETURNING id, kind, queue
 ), {rearm_steps}, counted AS (
