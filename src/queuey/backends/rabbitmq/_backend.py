@@ -1,10 +1,11 @@
 """``RabbitMqBackend``: the ``Backend`` contract on RabbitMQ 3.10+ classic or quorum queues.
 
 The backend is a thin assembler: it owns a ``Link`` (the connection and its reconnection,
-``_connection``), a ``Router`` (routing, hold queues, confirmed publishes and the declared
-queues, ``_router``) and the consumers it made (``_consumer``, deliveries in ``_delivery``),
-and hands each consumer the link and the router, never itself. Names and arguments are in
-``_topology``, the wire format in ``_wire``, read-only looks at the broker in ``_inspection``.
+``_connection``), a ``Publisher`` (confirmed publishes under ``publish_timeout``,
+``_publisher``), a ``Router`` (routing, hold queues and the declared queues, ``_router``) and
+the consumers it made (``_consumer``, deliveries in ``_delivery``), and hands each consumer
+the link and the router, never itself. Names and arguments are in ``_topology``, the wire
+format in ``_wire``, read-only looks at the broker in ``_inspection``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
 from queuey.backends.rabbitmq._inspection import count_ready, purge_queue, read_dead
 from queuey.backends.rabbitmq._lifecycle import Lifecycle
 from queuey.backends.rabbitmq._options import RabbitMqOptions
+from queuey.backends.rabbitmq._publisher import Publisher
 from queuey.backends.rabbitmq._router import Router
 from queuey.backends.rabbitmq._topology import (
     Quorum,
@@ -97,8 +99,9 @@ class RabbitMqBackend:
         """The longest delay a hold queue takes: about 24.8 days."""
         self._lifecycle = Lifecycle()
         self._link = Link(url, self.options)
+        self._publisher = Publisher(self._link, self.options)
         self._router = Router(
-            self._link, self._lifecycle, self.options.hold_granularity, _quorum(self.options)
+            self._publisher, self._lifecycle, self.options.hold_granularity, _quorum(self.options)
         )
         self._link.restore = self._router.restore
         self._consumers: set[RabbitMqConsumer] = set()
@@ -170,7 +173,7 @@ class RabbitMqBackend:
             check_name(broker_name(config.name, config.kind))
             check_limits(config, self.max_delay)
             self._router.check(config)
-        async with self._link.bounded("declaring queues", self._link.deadline()):
+        async with self._publisher.bounded("declaring queues", self._publisher.deadline()):
             channel = await self._link.channel()
             try:
                 for config in queues:
@@ -370,6 +373,7 @@ class RabbitMqBackend:
         for consumer in list(self._consumers):
             await consumer.abort()
         self._consumers.clear()
+        self._publisher.close()
         await self._link.close()
 
     # -- helpers ------------------------------------------------------------------------------

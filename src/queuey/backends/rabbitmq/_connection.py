@@ -1,5 +1,6 @@
-"""The backend's one AMQP connection, kept alive: reconnection with backoff, the publisher
-confirm channel, and the channel that declares hold queues.
+"""The backend's one AMQP connection, kept alive: reconnection with backoff, failover to the
+next broker of a cluster, and the channel that declares hold queues (publishing over it is
+``_publisher``).
 
 ``Link`` owns the connection. When the broker goes away (restart, network, forced close) a
 watcher task reconnects with exponential backoff, runs the ``restore`` hook (the router's,
@@ -7,15 +8,6 @@ which re-declares the topology) on the new connection *before* anyone else may u
 wakes everything waiting for it. Channels of the old connection are dead: a delivery taken
 from one cannot be acknowledged any more (the broker redelivers it), and consumers open new
 channels (see ``_consumer``).
-
-Publishes go through one channel in confirm mode, mandatory, each awaited until the broker
-confirms it. aiormq matches a ``basic.return`` to its publish by ``message_id`` (our job id),
-so two publishes with one ``message_id`` are never in flight at once on that channel.
-
-Every publish path is bounded by ``publish_timeout`` in total: its caller takes a
-``deadline()`` once, at the start of the call, and every wait after it (for the reconnection,
-a lock, a channel, a hold queue's declaration, the confirm) runs under ``bounded(what,
-deadline)``, with what is left of it. Running out of time says the broker is unreachable.
 
 An outage is one WARNING when the connection is lost and one INFO when it is back; the failed
 attempts in between, and aiormq's own ERROR per failed connect or remote close, are DEBUG
@@ -28,24 +20,19 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TypeVar
 
 import aio_pika
-from aio_pika.abc import AbstractChannel, AbstractConnection, AbstractMessage
-from aio_pika.exceptions import (
-    AMQPError,
-    ChannelInvalidStateError,
-    DeliveryError,
-    PublishError,
-)
+from aio_pika.abc import AbstractChannel, AbstractConnection
+from aio_pika.exceptions import AMQPError, ChannelInvalidStateError
 
 from queuey.backends._quiet import demote, templates
 from queuey.backends.rabbitmq._errors import describe, password_of, redact, translated
 from queuey.backends.rabbitmq._options import RabbitMqOptions
 from queuey.backends.rabbitmq._urls import Brokers, with_heartbeat
-from queuey.errors import BackendError, BackendUnavailableError, QueueyError, ShutDownError
+from queuey.errors import BackendError, QueueyError, ShutDownError
 
 __all__ = ["Link", "Restore", "quiet_driver_logs"]
 
@@ -53,7 +40,6 @@ log = logging.getLogger("queuey.rabbitmq")
 
 T = TypeVar("T")
 _RETRY_PAUSE = 0.05  # seconds between two tries of a publish whose connection died
-_REFUSED_PAUSE = 0.25  # seconds between two tries of a publish the broker refused (nack)
 
 Restore = Callable[[AbstractConnection], Awaitable[None]]
 """Run on every new connection before it is handed out (re-declares the topology)."""
@@ -93,12 +79,8 @@ class Link:
         self._closed = False
         self._watcher: asyncio.Task[None] | None = None
         self._lost = asyncio.Event()
-        self._publisher: AbstractChannel | None = None
         self._declarer: AbstractChannel | None = None
         self._channel_lock = asyncio.Lock()
-        self._in_flight: dict[str, asyncio.Event | None] = {}  # by message id
-        self._refused_at = float("-inf")  # loop time of the last negative confirm
-        self._retiring: set[asyncio.Task[None]] = set()  # refused channels closing later
         self.restore: Restore | None = None
         self.generation = 0
 
@@ -132,8 +114,6 @@ class Link:
             return
         self._closed = True
         self._ready.set()  # wake waiters, who then see the link closed
-        for task in list(self._retiring):
-            task.cancel()
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -185,140 +165,6 @@ class Link:
                 self._declarer = await connection.channel(publisher_confirms=False)
             return self._declarer
 
-    def deadline(self) -> float:
-        """The event-loop time by which a publish path starting now must be done:
-        ``publish_timeout`` from now. Take it once, at the start of the call."""
-        return asyncio.get_running_loop().time() + self._publish_timeout
-
-    @contextlib.asynccontextmanager
-    async def bounded(self, what: str, deadline: float) -> AsyncIterator[None]:
-        """Run the block until ``deadline`` at the latest, its failures translated.
-
-        Raises:
-            BackendError: a driver or socket failure in the block (``what`` first), or
-                ``deadline`` passed: the message says the broker is unreachable.
-        """
-        try:
-            async with asyncio.timeout_at(deadline):
-                with translated(what, self._password):
-                    yield
-        except TimeoutError:
-            raise self.unreachable(what) from None
-
-    async def publish(self, routing_key: str, message: AbstractMessage, deadline: float) -> None:
-        """Publish ``message`` to the default exchange, mandatory, and wait for the confirm,
-        all by ``deadline`` (a reconnection in progress, the channel, the confirm).
-
-        Raises:
-            UnroutableError: no queue ``routing_key`` (a ``BackendError``).
-            BackendError: refused, the connection was lost, or ``deadline`` passed (the broker
-                is unreachable).
-            ShutDownError: the backend is closed.
-        """
-        async with self.bounded(f"publishing to {routing_key!r}", deadline):
-            await self._publish(routing_key, message)
-
-    async def publish_window(
-        self, messages: Sequence[tuple[str, AbstractMessage]], deadline: float
-    ) -> list[BaseException | None]:
-        """Publish each ``(routing key, message)`` as ``publish`` does, pipelined: every
-        confirm awaited together, the whole window by ``deadline`` (one timer, not one per
-        message). Returns, per message in order, ``None`` or its error (a ``BackendError``
-        naming its routing key).
-
-        Raises:
-            BackendError: ``deadline`` passed: the broker is unreachable.
-            ShutDownError: the backend is closed.
-        """
-        try:
-            async with asyncio.timeout_at(deadline):
-                return await asyncio.gather(
-                    *(self._publish(key, message) for key, message in messages),
-                    return_exceptions=True,
-                )
-        except TimeoutError:
-            raise self.unreachable(_publishing(messages)) from None
-
-    async def _publish(self, routing_key: str, message: AbstractMessage) -> None:
-        """Publish and await the confirm, again after a lost connection, a driver failure
-        raised as ``BackendError`` naming the queue; never two messages with one
-        ``message_id`` in flight at once (the module docstring says why). Call it under a
-        deadline."""
-        key = message.message_id or ""
-        while key in self._in_flight:
-            waiter = self._in_flight[key]
-            if waiter is None:
-                waiter = self._in_flight[key] = asyncio.Event()
-            await waiter.wait()
-        self._in_flight[key] = None  # an Event only once someone waits for this id
-        used = self._connection
-        try:
-            try:
-                await self._publish_until_accepted(routing_key, message)
-            except (ConnectionError, ChannelInvalidStateError) as exc:
-                if not _lost(exc, used):
-                    raise
-                await self._publish_again(routing_key, message)
-        except QueueyError:
-            raise
-        except Exception:
-            with translated(f"publishing to {routing_key!r}", self._password):
-                raise
-        finally:
-            waiter = self._in_flight.pop(key, None)
-            if waiter is not None:
-                waiter.set()
-
-    async def _publish_until_accepted(self, routing_key: str, message: AbstractMessage) -> None:
-        """Publish on the confirm channel; a negative confirm (``basic.nack``) is tried again
-        after a pause, on a new channel, until the caller's deadline. A quorum queue whose
-        leader died refuses publishes until its nodes elect another (seconds), and a channel
-        that published to it while it had no leader keeps being refused after the election
-        (RabbitMQ 3.10), so the refused channel is retired: the messages still in flight on
-        it finish there, new ones go to a new channel."""
-        while True:
-            publisher = self._publisher
-            if publisher is None or publisher.is_closed:
-                publisher = await self._confirm_channel()
-            try:
-                await publisher.default_exchange.publish(message, routing_key, mandatory=True)
-                return
-            except PublishError:
-                raise  # returned unroutable: no such queue (a DeliveryError too)
-            except DeliveryError:
-                self._refused_at = asyncio.get_running_loop().time()
-                log.debug("the broker refused a publish to %r; trying again", routing_key)
-                self._retire(publisher)
-            await asyncio.sleep(_REFUSED_PAUSE)
-
-    def _retire(self, publisher: AbstractChannel) -> None:
-        """Stop publishing on ``publisher`` and close it once what is in flight on it is done
-        (``publish_timeout`` later)."""
-        if self._publisher is not publisher:
-            return  # retired already
-        self._publisher = None
-
-        async def close_later() -> None:
-            await asyncio.sleep(self._publish_timeout)
-            with contextlib.suppress(Exception):
-                await publisher.close()
-
-        task = asyncio.create_task(close_later(), name="queuey-rabbitmq-retire")
-        self._retiring.add(task)
-        task.add_done_callback(self._retiring.discard)
-
-    async def _publish_again(self, routing_key: str, message: AbstractMessage) -> None:
-        """The connection died under a publish: the broker may have had the message before
-        the confirm, and publishing it again is at least once, never lost."""
-        what = f"publishing to {routing_key!r}"
-        log.warning("connection lost while %s; trying again once it is back", what)
-        await asyncio.sleep(_RETRY_PAUSE)
-
-        async def publish() -> None:
-            await self._publish_until_accepted(routing_key, message)
-
-        await self.again_after_reconnecting(publish, what)
-
     async def again_after_reconnecting(self, step: Callable[[], Awaitable[T]], what: str) -> T:
         """Run ``step``; if the connection dies under it, run it again once the connection is
         back, as often as it takes. Call it under ``bounded``, whose deadline ends the waiting.
@@ -346,41 +192,6 @@ class Link:
         """A block whose driver or socket failures become ``BackendError`` (``what`` first),
         the password blanked out, without a deadline of its own (see ``bounded``)."""
         return translated(what, self._password)
-
-    def unreachable(self, what: str) -> BackendUnavailableError:
-        """The error of ``what`` not done within ``publish_timeout``: the broker is
-        unreachable (or, while reconnecting, not connected)."""
-        limit = f"{self._publish_timeout:g}s"
-        refused = asyncio.get_running_loop().time() - self._refused_at < self._publish_timeout
-        if refused and self.connected:
-            return BackendUnavailableError(
-                f"{what}: the broker at {self.safe_url} refused it (negative confirms) for "
-                f"{limit} (publish_timeout): a quorum queue refuses publishes while it has no "
-                "leader (a node died and no majority is left, or an election is under way)"
-            )
-        if self.connected:
-            why = f"no answer within {limit} (publish_timeout)"
-        else:
-            why = f"not connected for {limit} (publish_timeout); still reconnecting"
-        return BackendUnavailableError(
-            f"{what}: the broker at {self.safe_url} is unreachable: {why}"
-        )
-
-    @property
-    def _publish_timeout(self) -> float:
-        return self._options.publish_timeout.total_seconds()
-
-    async def _confirm_channel(self) -> AbstractChannel:
-        publisher = self._publisher
-        if publisher is not None and not publisher.is_closed:
-            return publisher  # no lock round trip for every message of a pipelined batch
-        async with self._channel_lock:
-            if self._publisher is None or self._publisher.is_closed:
-                connection = await self.connection()
-                self._publisher = await connection.channel(
-                    publisher_confirms=True, on_return_raises=True
-                )
-            return self._publisher
 
     async def _connect(self, after_loss: bool = False) -> AbstractConnection:
         """Connect to the first URL that answers, in ``Brokers.turn`` order.
@@ -424,7 +235,7 @@ class Link:
         # forced close, missed heartbeats) shows in the close callbacks.
         connection.close_callbacks.add(lambda _sender, _exc: lost.set())
         self._connection = connection
-        self._publisher = self._declarer = None
+        self._declarer = None
         self.generation += 1
         self._ready.set()
 
@@ -498,13 +309,6 @@ def _refusal(exc: BaseException) -> str | None:
             return f"{text} ({getattr(frame, 'reply_code', '?')})"
         tb = tb.tb_next
     return "it closed the connection while it opened (does the vhost exist, may the user use it?)"
-
-
-def _publishing(messages: Sequence[tuple[str, AbstractMessage]]) -> str:
-    """What publishing ``messages`` is, for its errors: "publishing 3 messages to 'q'"."""
-    keys = sorted({key for key, _ in messages})
-    where = repr(keys[0]) if len(keys) == 1 else f"{len(keys)} queues"
-    return f"publishing {len(messages)} messages to {where}"
 
 
 def _lost(exc: Exception, used: AbstractConnection | None) -> bool:

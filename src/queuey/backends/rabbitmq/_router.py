@@ -33,10 +33,10 @@ from datetime import timedelta
 
 from aio_pika.abc import AbstractConnection, AbstractMessage
 
-from queuey.backends.rabbitmq._connection import Link
 from queuey.backends.rabbitmq._declaration import close_quietly, declare_queue
 from queuey.backends.rabbitmq._errors import UnroutableError, declaring, translated
 from queuey.backends.rabbitmq._lifecycle import Lifecycle
+from queuey.backends.rabbitmq._publisher import Publisher
 from queuey.backends.rabbitmq._topology import (
     HOLD_INFIX,
     Quorum,
@@ -72,7 +72,7 @@ class Router:
     """Routes and publishes envelopes over ``link``, and keeps the declared queues.
 
     Args:
-        link: the backend's connection.
+        publisher: publishes over the backend's connection (its ``link``).
         lifecycle: the backend's open/closed state; nothing is published unless open.
         hold_granularity: delays are rounded up to a whole number of these.
         quorum: declare quorum queues (``None``: classic queues).
@@ -80,14 +80,15 @@ class Router:
 
     def __init__(
         self,
-        link: Link,
+        publisher: Publisher,
         lifecycle: Lifecycle,
         hold_granularity: timedelta,
         quorum: Quorum | None = None,
     ) -> None:
         self.quorum = quorum
         """Whether (and how) the queues are quorum queues; ``None`` for classic queues."""
-        self._link = link
+        self._publisher = publisher
+        self._link = publisher.link
         self._lifecycle = lifecycle
         self._granularity = hold_granularity
         self._declared: dict[tuple[Kind, str], QueueConfig] = {}
@@ -179,20 +180,20 @@ class Router:
         return timedelta(milliseconds=hold_ttl_ms(delay, self._granularity))
 
     def deadline(self) -> float:
-        """The deadline of a publish path starting now (see ``Link.deadline``)."""
-        return self._link.deadline()
+        """The deadline of a publish path starting now (see ``Publisher.deadline``)."""
+        return self._publisher.deadline()
 
     def bounded(self, what: str, deadline: float) -> AbstractAsyncContextManager[None]:
-        """Run a block by ``deadline`` (see ``Link.bounded``)."""
-        return self._link.bounded(what, deadline)
+        """Run a block by ``deadline`` (see ``Publisher.bounded``)."""
+        return self._publisher.bounded(what, deadline)
 
     def translating(self, what: str) -> AbstractContextManager[None]:
         """A block whose driver failures are translated (see ``Link.translating``)."""
         return self._link.translating(what)
 
     def unreachable(self, what: str) -> BackendError:
-        """The error of ``what`` past ``publish_timeout`` (see ``Link.unreachable``)."""
-        return self._link.unreachable(what)
+        """The error of ``what`` past ``publish_timeout`` (see ``Publisher.unreachable``)."""
+        return self._publisher.unreachable(what)
 
     async def send(
         self,
@@ -263,7 +264,7 @@ class Router:
             )
         else:  # straight to their queues: one deadline for the window
             messages = [(key, envelope_message(envelope)) for envelope, key, _ in window]
-            results = await self._link.publish_window(messages, deadline)
+            results = await self._publisher.publish_window(messages, deadline)
         for result in results:
             if isinstance(result, BaseException):
                 raise result
@@ -274,14 +275,14 @@ class Router:
         if hold is not None:
             await self._ensure_hold(hold, deadline)
         try:
-            await self._link.publish(routing_key, message, deadline)
+            await self._publisher.publish(routing_key, message, deadline)
         except UnroutableError:
             if hold is None:
                 raise
             # The hold queue is gone (deleted behind our back): declare it again, once.
             self._fresh.pop(hold.name, None)
             await self._ensure_hold(hold, deadline)
-            await self._link.publish(routing_key, message, deadline)
+            await self._publisher.publish(routing_key, message, deadline)
 
     async def _ensure_hold(self, hold: Hold, deadline: float) -> None:
         """Declare the hold queue ``hold`` unless this connection already did so recently
