@@ -17,7 +17,8 @@ from typing import Any
 from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, QueueDepth
 from queuey.backends.memory._batches import MemoryBatchMethods
 from queuey.backends.memory._consumer import MemoryConsumer
-from queuey.backends.memory._store import QueueState, Store
+from queuey.backends.memory._records import QueueState
+from queuey.backends.memory._store import Store
 from queuey.backends.memory._workflows import MemoryWorkflowOps
 from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import MAX_DURATION

@@ -20,7 +20,8 @@ from queuey._waits import first_of
 from queuey.attempts import AttemptError
 from queuey.backends.base import Delivery
 from queuey.backends.memory._flow import Holds
-from queuey.backends.memory._store import Pending, QueueState, Store, now
+from queuey.backends.memory._records import Pending, QueueState, now
+from queuey.backends.memory._store import Store
 from queuey.envelope import Envelope
 from queuey.errors import BackendError, NotSupportedError
 from queuey.limits import LimitSpec, ThrottleTally

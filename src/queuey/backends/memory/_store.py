@@ -1,29 +1,34 @@
-"""``Store``: the memory backend's state and the operations on it, shared by the backend, its
-consumers and their deliveries (and by every copy of a backend). Per queue, keyed by (kind,
-name): the pending envelopes in delivery order, counters of those waiting on a timer, and the
-acknowledged and dead-lettered ones. Timers run on the event loop's clock (``call_later``): a
-virtual-time loop lets delays pass in no wall time. An envelope goes behind every pending one of
-equal or higher priority, ahead of the rest. Per job id, the latest state answers ``job``."""
+"""``Store``: the memory backend's state and the operations on it (its records are in
+``_records``), shared by the backend, its consumers and their deliveries (and by every copy of
+a backend). Per queue, keyed by (kind, name): the pending envelopes in delivery order, counters
+of those waiting on a timer, and the acknowledged and dead-lettered ones. Timers run on the
+event loop's clock (``call_later``): a virtual-time loop lets delays pass in no wall time. An
+envelope goes behind every pending one of equal or higher priority, ahead of the rest. Per job
+id, the latest state answers ``job``."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
-import socket
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from queuey.attempts import MAX_ATTEMPT_ERRORS, AttemptError
 from queuey.backends._runs import OpenRuns
-from queuey.backends.base import CancelResult, JobEnd, JobInfo, JobState, Progress, QueueDepth
+from queuey.backends.base import CancelResult, JobEnd, JobState, QueueDepth
 from queuey.backends.memory._batch_counts import Batches
 from queuey.backends.memory._ends import TERMINAL, Ends
-from queuey.backends.memory._flow import Flow
 from queuey.backends.memory._keys import Keys, WallClock, superseded
+from queuey.backends.memory._records import (
+    WORKER,
+    JobRecord,
+    Pending,
+    QueueState,
+    Timer,
+    Waiting,
+    now,
+)
 from queuey.backends.memory._steps import Steps
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
@@ -32,96 +37,7 @@ from queuey.unique import EnqueueResult, UniqueKey
 
 log = logging.getLogger("queuey.memory")
 
-__all__ = ["JobRecord", "Pending", "QueueState", "Store", "Waiting", "now"]
-
-Timer = Literal["held", "delayed"]
-"""Which counter an envelope waiting on a timer is in: ``defer`` or a delayed publish."""
-
-
-def now() -> float:
-    """The running event loop's clock (virtual under looptime)."""
-    return asyncio.get_running_loop().time()
-
-
-@dataclass
-class Pending:
-    """An envelope waiting to be handed out, when it expires, since when it is due (loop)."""
-
-    envelope: Envelope
-    expires_at: float | None
-    since: float = field(default_factory=now)
-
-
-WORKER = f"{socket.gethostname()}:{os.getpid()}"
-"""The worker named in the attempt errors this process records."""
-
-
-@dataclass
-class JobRecord:
-    """The latest state of one job: its envelope, where it is, runs started, when it is or was
-    due (loop time), its last error, its result (JSON text) and last progress."""
-
-    envelope: Envelope
-    state: JobState
-    attempts: int
-    due: float
-    last_error: str | None = None
-    result: str | None = None
-    progress: Progress | None = None
-    errors: tuple[AttemptError, ...] = ()
-
-    def end(self) -> JobEnd | None:
-        """How the job ended (``None`` while it has not)."""
-        if self.state not in TERMINAL:
-            return None
-        return JobEnd(self.state, self.last_error, self.result)
-
-    def info(self, clock: WallClock) -> JobInfo:
-        """As a ``JobInfo``, its due time on ``clock`` (the store's wall clock, UTC)."""
-        envelope = self.envelope
-        due_at = datetime.fromtimestamp(clock.epoch() + self.due - now(), UTC)
-        return JobInfo(
-            id=envelope.job_id,
-            kind=envelope.kind,
-            queue=envelope.queue,
-            job_type=envelope.job_type,
-            state=self.state,
-            attempts=self.attempts,
-            redeliveries=envelope.redeliveries,
-            deferrals=envelope.deferrals,
-            priority=envelope.priority,
-            due_at=due_at,
-            last_error=self.last_error,
-            payload=envelope.payload,
-            result=None if self.result is None else json.loads(self.result),
-            progress=self.progress,
-            errors=self.errors,
-        )
-
-
-@dataclass
-class QueueState:
-    """One queue: its configuration, what waits in it, and what became of what left it."""
-
-    config: QueueConfig
-    pending: list[Pending] = field(default_factory=list)
-    held: int = 0
-    delayed: int = 0
-    acked: list[Envelope] = field(default_factory=list)
-    dead: list[tuple[Envelope, str]] = field(default_factory=list)
-    cancelled: list[Envelope] = field(default_factory=list)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    flow: Flow = field(default_factory=Flow)
-
-
-@dataclass
-class Waiting:
-    """An envelope waiting on a timer (delayed or held), so that ``cancel`` can stop it."""
-
-    envelope: Envelope
-    queue: QueueState
-    counter: Timer
-    handle: asyncio.TimerHandle | None = None
+__all__ = ["Store"]
 
 
 class Store:
