@@ -191,8 +191,10 @@ class Chain:
 
 
 class Unguarded(Middleware):
-    """A built-in member whose ``around_call`` raises only what ``call_next`` raises: linked
-    without the guard that logs a failing member (one coroutine frame less per run)."""
+    """A built-in member (cancellation, tracing) linked without the guard that logs a failing
+    member: one coroutine frame less per run. What its ``around_call`` might raise besides
+    ``call_next``'s cancellation (a bug, a tracing SDK failing) still fails only the run: the
+    runner logs it and decides the run as failed, as the guard would."""
 
 
 _BASE_AROUND = Middleware.around_call

@@ -33,7 +33,7 @@ from typing import Any
 
 from queuey._extras import install_hint
 from queuey._outcome import DeadLetter, Outcome, OutcomeKind, RetryAfter
-from queuey._runtime.middleware import CallNext, Middleware
+from queuey._runtime.middleware import CallNext, Unguarded
 from queuey.backends.base import Delivery
 from queuey.backends.steps import WORKFLOW_HEADER
 from queuey.envelope import Envelope
@@ -148,7 +148,7 @@ class SendTracing(_Spans):
             yield
 
 
-class Tracing(_Spans, Middleware):
+class Tracing(_Spans, Unguarded):
     """The CONSUMER side: a span around each run, child of the producer's.
 
     Args:
