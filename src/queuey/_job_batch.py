@@ -17,18 +17,21 @@ or finds nothing wrong (a ``None`` field writes ``null``: such jobs take that pa
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 from pydantic import TypeAdapter
 
 from queuey._payload import MAX_DEPTH, MAX_INT_DIGITS
 from queuey.envelope import Envelope
+from queuey.unique import EnqueueResult
 
-__all__ = ["JobBatch", "job_batch", "job_ids"]
+__all__ = ["JobBatch", "inserted", "job_batch", "job_classes"]
 
+_inserted_result: Callable[[str], EnqueueResult] = functools.partial(str.__new__, EnqueueResult)
 _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 _SUSPECT = (b"NaN", b"Infinity", b"null")
 _BOUNDARY = "},{"
@@ -100,11 +103,18 @@ class JobBatch(Sequence[Envelope]):
             yield self[index]
 
 
-def job_ids(envelopes: Sequence[Envelope]) -> list[str]:
-    """The job ids of ``envelopes`` (read from the column of a ``JobBatch``)."""
+def inserted(envelopes: Sequence[Envelope]) -> list[EnqueueResult]:
+    """An inserted ``EnqueueResult`` per envelope (the ids of a ``JobBatch`` read from its
+    column), each built by ``str.__new__`` alone: a bulk enqueue makes thousands."""
+    ids = envelopes.ids if isinstance(envelopes, JobBatch) else [e.job_id for e in envelopes]
+    return list(map(_inserted_result, ids))
+
+
+def job_classes(jobs: Sequence[Any], envelopes: Sequence[Envelope]) -> set[type[Any]]:
+    """The classes of ``jobs`` (one when ``envelopes`` is their ``JobBatch``)."""
     if isinstance(envelopes, JobBatch):
-        return envelopes.ids
-    return [envelope.job_id for envelope in envelopes]
+        return {type(jobs[0])}
+    return {type(job) for job in jobs}
 
 
 def _adapter(job_type: type[Any]) -> TypeAdapter[Any]:

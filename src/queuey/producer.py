@@ -25,7 +25,7 @@ from typing import Any, TypeVar, cast, overload
 
 from pydantic import TypeAdapter
 
-from queuey._job_batch import job_ids
+from queuey._job_batch import inserted, job_classes
 from queuey._runtime.producer_base import ProducerBase, sending_for, workflow_sending
 from queuey.backends.base import (
     Backend,
@@ -265,14 +265,15 @@ class Producer(ProducerBase[Q], BatchProducing):
         envelopes = self._envelopes(jobs, priority)
         if not envelopes:
             return []
-        if any(type(job).__queuey_unique__ is not None for job in jobs):
+        classes = job_classes(jobs, envelopes)
+        if any(cls.__queuey_unique__ is not None for cls in classes):
             keys = [unique_key_of(job) for job in jobs]
             results = await self._unique(envelopes, keys, wait, connection)
         else:
             with self.sending(envelopes):
                 await self.backend.publish(envelopes, wait, connection=connection)
-            results = [EnqueueResult(job_id) for job_id in job_ids(envelopes)]
-        if any(type(job).__queuey_result__ is not None for job in jobs):
+            results = inserted(envelopes)
+        if any(cls.__queuey_result__ is not None for cls in classes):
             return [self._typed(job, result) for job, result in zip(jobs, results, strict=True)]
         return results
 

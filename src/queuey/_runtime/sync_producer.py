@@ -21,7 +21,7 @@ from typing import Any, TypeVar, cast, overload
 
 from pydantic import TypeAdapter
 
-from queuey._job_batch import job_ids
+from queuey._job_batch import inserted, job_classes
 from queuey._runtime.loop_thread import ThreadedBackend
 from queuey._runtime.producer_base import ProducerBase, sending_for, workflow_sending
 from queuey._runtime.transactions import connection_for
@@ -247,14 +247,15 @@ class Producer(ProducerBase[Q], SyncBatchProducing):
         if not envelopes:
             return []
         joined = connection_for(self.backend, connection)
-        if any(type(job).__queuey_unique__ is not None for job in jobs):
+        classes = job_classes(jobs, envelopes)
+        if any(cls.__queuey_unique__ is not None for cls in classes):
             keys = [unique_key_of(job) for job in jobs]
             results = self._unique(envelopes, keys, wait, joined)
         else:
             with self.sending(envelopes):
                 self.backend.publish(envelopes, wait, connection=joined)
-            results = [EnqueueResult(job_id) for job_id in job_ids(envelopes)]
-        if any(type(job).__queuey_result__ is not None for job in jobs):
+            results = inserted(envelopes)
+        if any(cls.__queuey_result__ is not None for cls in classes):
             return [self._typed(job, result) for job, result in zip(jobs, results, strict=True)]
         return results
 
