@@ -369,7 +369,8 @@ class DashboardStore(DashboardWorkflowStore, Protocol):
         """The id of the job holding the unique key a retry of ``job_id`` needs, if any."""
 
     async def cancel(self, actor: str, job_id: str) -> int:
-        """Cancel a pending job, or ask a running one to stop; 1 when it did, else 0."""
+        """Cancel a pending job or waiting workflow step, or ask a running one to stop; 1
+        when it did, else 0."""
 
     async def pause(self, actor: str, kind: str, queue: str) -> bool:
         """Pause a queue (``kind`` ``job``/``topic``/``app``); whether it was not paused yet."""

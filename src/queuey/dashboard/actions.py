@@ -1,5 +1,5 @@
 """The dashboard's actions (POST): sign in and out; retry and discard a failed (or cancelled)
-job; cancel a pending or running one, or a whole workflow; bulk retry
+job; cancel a pending, waiting or running one, or a whole workflow; bulk retry
 and discard over a job-list filter; pause and resume a queue or the topic app.
 
 An action is confirmed first: a form without ``confirm=yes`` answers with a page describing

@@ -65,7 +65,7 @@ def dashboard_names(schema: str, table: str) -> dict[str, sql.Composable]:
     """The identifiers ``dashboard.sql`` is composed with, named as the migrations name them."""
     schema, table = check_identifier(schema, "schema"), check_identifier(table, "table")
     names: dict[str, sql.Composable] = {"table": sql.Identifier(schema, table)}
-    suffixes = ("audit", "paused", "signed_out", "bulk", "schedules", "workflow_edges")
+    suffixes = ("audit", "paused", "signed_out", "bulk", "schedules", "workflow_edges", "batches")
     for suffix in (*suffixes, "flow_set", "flow_declared"):
         names[suffix] = sql.Identifier(schema, f"{table}_{suffix}"[:63])
     return names
@@ -332,15 +332,17 @@ class PgDashboardStore(FlowActions, DashboardWorkflows):
         return str(rows[0][0]) if rows else None
 
     async def cancel(self, actor: str, job_id: str) -> int:
-        """Cancel one pending (due or scheduled) or running job, as ``queuey jobs cancel``
-        does; a running job's worker is told through a NOTIFY on ``<schema>_cancel`` and its
-        late outcome is refused. Audited.
+        """Cancel one pending (due or scheduled) or running job, or a waiting workflow step,
+        by the statement ``queuey jobs cancel`` runs: the steps after a cancelled step fail
+        with it or get its error; a running job's worker is told through a NOTIFY on
+        ``<schema>_cancel`` and its late outcome is refused. Audited.
 
         Returns:
-            1 when the job was cancelled, 0 when it was not pending or running.
+            1 when the job was cancelled (or, running, told to stop), 0 when it was not
+            pending, waiting or running.
         """
-        params = {"actor": actor, "id": job_id, "cancel_channel": self.cancel_channel}
-        rows = await self._execute("cancel", params)
+        channels = {"channel": self.cancel_channel, "wake_channel": self.job_channel}
+        rows = await self._execute("cancel", {"actor": actor, "id": job_id, **channels})
         return int(rows[0][0]) if rows else 0
 
     @staticmethod

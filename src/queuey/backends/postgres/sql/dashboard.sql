@@ -5,11 +5,11 @@
 -- tests/integration/postgres/test_dashboard_plans.py shows the plans on a million rows.
 -- Columns are named: rows are read into dataclasses by name, never by position.
 
--- name: queues
--- Every (kind, queue) with rows, by two skip scans (one probe per queue, however many rows):
--- over the dashboard index for running, failed and done rows, over the claim's index for
--- pending ones; plus the queues an operator paused. Topic apps (kind 'app') are not queues.
-WITH RECURSIVE settled AS (
+-- part: queue_scan
+-- Every (kind, queue) with rows (found), by two skip scans (one probe per queue, however many
+-- rows): over the dashboard index for running, failed and done rows, over the claim's index
+-- for pending ones.
+settled AS (
     (SELECT kind, queue FROM {table} WHERE status <> 'pending' ORDER BY kind, queue LIMIT 1)
     UNION ALL
     SELECT next.kind, next.queue
@@ -32,6 +32,33 @@ WITH RECURSIVE settled AS (
 ), found AS (
     SELECT kind, queue FROM settled UNION SELECT kind, queue FROM waiting
 )
+
+-- part: scanned_columns
+-- The columns a page reads of each row it scanned (m), and how far the read went.
+m.seq, m.id, m.kind, m.queue, m.job_type, m.status, m.attempts, m.available_at,
+m.processed_at, m.claimed_by, m.error, m.payload,
+min(m.seq) OVER () AS scan_floor, count(*) OVER () AS scanned
+
+-- part: page_rows
+-- The rows of a page among those scanned: of the job type (NULL: any), the due filter
+-- (%(due)s: NULL any, true due now, false scheduled) and the text (found, case-insensitively,
+-- in the id, job type, error or payload; '' matches all), newest first, at most %(limit)s.
+SELECT seq, id::text AS id, kind, queue, job_type, status, attempts, available_at,
+       processed_at, claimed_by, split_part(coalesce(error, ''), E'\n', 1) AS error,
+       scan_floor, scanned
+FROM scanned
+WHERE (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
+  AND (%(due)s::boolean IS NULL OR (available_at <= now()) = %(due)s::boolean)
+  AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
+                   || payload::text), lower(%(text)s::text)) > 0
+ORDER BY seq DESC
+LIMIT %(limit)s
+
+-- name: queues
+-- Every (kind, queue) with rows, by two skip scans (one probe per queue, however many rows):
+-- over the dashboard index for running, failed and done rows, over the claim's index for
+-- pending ones; plus the queues an operator paused. Topic apps (kind 'app') are not queues.
+WITH RECURSIVE {queue_scan}
 SELECT kind, queue FROM found
 UNION
 SELECT kind, queue FROM {paused} WHERE kind <> 'app'
@@ -100,53 +127,20 @@ ORDER BY minutes.minute;
 -- returned, at most %(limit)s. scan_floor and scanned say how far the read went, so the
 -- next page continues there even when few rows matched.
 WITH scanned AS MATERIALIZED (
-    SELECT m.seq, m.id, m.kind, m.queue, m.job_type, m.status, m.attempts, m.available_at,
-           m.processed_at, m.claimed_by, m.error, m.payload,
-           min(m.seq) OVER () AS scan_floor, count(*) OVER () AS scanned
+    SELECT {scanned_columns}
     FROM (SELECT * FROM {table}
           WHERE kind = %(kind)s AND queue = %(queue)s AND status = %(status)s
             AND seq < %(before)s
           ORDER BY seq DESC
           LIMIT %(scan)s) AS m
 )
-SELECT seq, id::text AS id, kind, queue, job_type, status, attempts, available_at,
-       processed_at, claimed_by, split_part(coalesce(error, ''), E'\n', 1) AS error,
-       scan_floor, scanned
-FROM scanned
-WHERE (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
-  AND (%(due)s::boolean IS NULL OR (available_at <= now()) = %(due)s::boolean)
-  AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
-                   || payload::text), lower(%(text)s::text)) > 0
-ORDER BY seq DESC
-LIMIT %(limit)s;
+{page_rows};
 
 -- name: list_all
 -- The same page across every queue: each queue's newest rows of the status (one index-only
 -- range per queue, at most %(scan)s each), merged newest first and cut to %(scan)s, then read
 -- (one index probe each) and filtered as in list_queue.
-WITH RECURSIVE settled AS (
-    (SELECT kind, queue FROM {table} WHERE status <> 'pending' ORDER BY kind, queue LIMIT 1)
-    UNION ALL
-    SELECT next.kind, next.queue
-    FROM settled, LATERAL (
-        SELECT m.kind, m.queue FROM {table} AS m
-        WHERE status <> 'pending' AND (m.kind, m.queue) > (settled.kind, settled.queue)
-        ORDER BY m.kind, m.queue
-        LIMIT 1
-    ) AS next
-), waiting AS (
-    (SELECT kind, queue FROM {table} WHERE status = 'pending' ORDER BY kind, queue LIMIT 1)
-    UNION ALL
-    SELECT next.kind, next.queue
-    FROM waiting, LATERAL (
-        SELECT m.kind, m.queue FROM {table} AS m
-        WHERE status = 'pending' AND (m.kind, m.queue) > (waiting.kind, waiting.queue)
-        ORDER BY m.kind, m.queue
-        LIMIT 1
-    ) AS next
-), found AS (
-    SELECT kind, queue FROM settled UNION SELECT kind, queue FROM waiting
-), newest AS (
+WITH RECURSIVE {queue_scan}, newest AS (
     SELECT r.kind, r.queue, r.seq FROM found, LATERAL (
         SELECT t.kind, t.queue, t.seq FROM {table} AS t
         WHERE t.kind = found.kind AND t.queue = found.queue
@@ -156,23 +150,12 @@ WITH RECURSIVE settled AS (
     ORDER BY r.seq DESC
     LIMIT %(scan)s
 ), scanned AS MATERIALIZED (
-    SELECT m.seq, m.id, m.kind, m.queue, m.job_type, m.status, m.attempts, m.available_at,
-           m.processed_at, m.claimed_by, m.error, m.payload,
-           min(m.seq) OVER () AS scan_floor, count(*) OVER () AS scanned
+    SELECT {scanned_columns}
     FROM newest JOIN {table} AS m
       ON m.kind = newest.kind AND m.queue = newest.queue AND m.status = %(status)s
      AND m.seq = newest.seq
 )
-SELECT seq, id::text AS id, kind, queue, job_type, status, attempts, available_at,
-       processed_at, claimed_by, split_part(coalesce(error, ''), E'\n', 1) AS error,
-       scan_floor, scanned
-FROM scanned
-WHERE (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
-  AND (%(due)s::boolean IS NULL OR (available_at <= now()) = %(due)s::boolean)
-  AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
-                   || payload::text), lower(%(text)s::text)) > 0
-ORDER BY seq DESC
-LIMIT %(limit)s;
+{page_rows};
 
 -- name: job
 -- One row by id (the primary key), whatever its status.
@@ -276,46 +259,35 @@ LIMIT %(limit)s;
 -- the notification waking workers commit
 -- together or not at all.
 
--- name: retry
--- Failed rows back to pending, due now, as `queuey failed retry` does: the row %(id)s (failed
--- or cancelled) when not NULL, else every failed row of the filter (kind and queue when not
--- NULL, job type when not NULL, text as in list_queue) among the ids the confirmation
--- %(token)s counted (bulk_snapshot; taken once: `found` says whether it was still there).
--- A unique job whose key another job holds is left alone, as by ops_retry; the workflow steps
--- that failed only because a row retried here did wait again (rearm_steps, from queries.sql).
-WITH RECURSIVE taken AS (
+-- part: failed_filter
+-- The failed rows a bulk action's filter names (as the job list's filter reads it): of the
+-- queue %(kind)s:%(queue)s (NULL: every queue), of the job type (NULL: any), with the text in
+-- the id, job type, error or payload ('' matches all).
+(%(kind)s::text IS NULL OR (kind = %(kind)s::text AND queue = %(queue)s::text))
+AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
+AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
+                 || payload::text), lower(%(text)s::text)) > 0
+
+-- part: asked_rows
+-- The rows a retry or a discard acts on: the row %(id)s (failed or cancelled) when not NULL,
+-- else every failed row of the filter among the ids the confirmation %(token)s counted
+-- (bulk_snapshot), which it takes once (taken: `found` says whether it was still there).
+taken AS (
     DELETE FROM {bulk}
     WHERE token = %(token)s::text AND actor = %(actor)s AND action = %(action)s
       AND until > now()
     RETURNING ids
-), candidates AS (
-    SELECT id, seq, unique_kept FROM {table}
-    WHERE (status = 'failed' OR (status = 'cancelled' AND %(id)s::uuid IS NOT NULL))
-      AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
-      AND (%(kind)s::text IS NULL OR (kind = %(kind)s::text AND queue = %(queue)s::text))
-      AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
-      AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
-                       || payload::text), lower(%(text)s::text)) > 0
-      AND (%(token)s::text IS NULL OR id = ANY(coalesce((SELECT ids FROM taken), '{{}}')))
-      -- A workflow step that never ran (its payload never built) stays, as by ops_retry.
-      AND (jsonb_typeof(step) IS DISTINCT FROM 'object'
-           OR (payload -> '__queuey_step__') IS NOT NULL)
-), chosen AS (
-    -- A unique job takes its key back; one whose key another job holds stays (ops_retry).
-    SELECT c.id FROM candidates AS c
-    WHERE c.unique_kept IS NULL
-       OR (NOT EXISTS (SELECT 1 FROM {table} AS h
-                       WHERE h.unique_key = c.unique_kept AND h.id <> c.id)
-           AND c.seq = (SELECT max(o.seq) FROM candidates AS o
-                        WHERE o.unique_kept = c.unique_kept))
-), touched AS (
-    UPDATE {table}
-    SET status = 'pending', attempts = 0, redeliveries = 0, deferrals = 0, available_at = now(),
-        expires_at = now() + (expires_at - available_at), processed_at = NULL,
-        claimed_at = NULL, claimed_by = NULL, lease_until = NULL, unique_key = unique_kept
-    WHERE id IN (SELECT id FROM chosen) AND status IN ('failed', 'cancelled')
-    RETURNING id, kind, queue
-), {rearm_steps}, logged AS (
+), asked AS (
+    SELECT id, seq, unique_kept, step, payload FROM {table}
+    WHERE (%(id)s::uuid IS NOT NULL AND id = %(id)s::uuid AND status IN ('failed', 'cancelled'))
+       OR (%(id)s::uuid IS NULL AND status = 'failed' AND {failed_filter}
+           AND id = ANY(coalesce((SELECT ids FROM taken), '{{}}')))
+)
+
+-- part: action_logged
+-- The audit row of a retry or a discard (after asked_rows and touched: kind, queue), written
+-- even when nothing matched (count 0), not for a bulk confirmation already used.
+logged AS (
     INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
     SELECT %(actor)s, %(action)s,
            CASE WHEN %(id)s::uuid IS NULL THEN %(kind)s::text ELSE min(kind) END,
@@ -323,7 +295,12 @@ WITH RECURSIVE taken AS (
            %(id)s::uuid, %(filter)s, count(*)
     FROM touched
     HAVING %(token)s::text IS NULL OR (SELECT count(*) FROM taken) > 0
-), woken AS (
+)
+
+-- name: retry
+-- The rows asked for (asked_rows) retried as `queuey failed retry` retries them (retry_rows,
+-- from queries.sql); audited, and each queue's workers woken on its channel.
+WITH RECURSIVE {asked_rows}, {retry_rows}, {action_logged}, woken AS (
     SELECT pg_notify(CASE WHEN w.kind = 'topic' THEN %(topic_channel)s
                           ELSE %(job_channel)s END, w.queue) AS notified
     FROM (SELECT DISTINCT kind, queue FROM touched) AS w
@@ -332,32 +309,9 @@ SELECT (SELECT count(*) FROM touched) AS count, (SELECT count(*) FROM woken) AS 
        (SELECT count(*) FROM taken) AS found;
 
 -- name: discard
--- Failed rows deleted: the row %(id)s (failed or cancelled), or every failed row of the filter
--- among the ids the confirmation %(token)s counted (as for retry).
-WITH taken AS (
-    DELETE FROM {bulk}
-    WHERE token = %(token)s::text AND actor = %(actor)s AND action = %(action)s
-      AND until > now()
-    RETURNING ids
-), touched AS (
-    DELETE FROM {table}
-    WHERE (status = 'failed' OR (status = 'cancelled' AND %(id)s::uuid IS NOT NULL))
-      AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
-      AND (%(kind)s::text IS NULL OR (kind = %(kind)s::text AND queue = %(queue)s::text))
-      AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
-      AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
-                       || payload::text), lower(%(text)s::text)) > 0
-      AND (%(token)s::text IS NULL OR id = ANY(coalesce((SELECT ids FROM taken), '{{}}')))
-    RETURNING kind, queue
-), logged AS (
-    INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
-    SELECT %(actor)s, %(action)s,
-           CASE WHEN %(id)s::uuid IS NULL THEN %(kind)s::text ELSE min(kind) END,
-           CASE WHEN %(id)s::uuid IS NULL THEN %(queue)s::text ELSE min(queue) END,
-           %(id)s::uuid, %(filter)s, count(*)
-    FROM touched
-    HAVING %(token)s::text IS NULL OR (SELECT count(*) FROM taken) > 0
-)
+-- The rows asked for (asked_rows) deleted as `queuey failed discard` deletes them
+-- (discard_rows, from queries.sql); audited.
+WITH {asked_rows}, {discard_rows}, {action_logged}
 SELECT (SELECT count(*) FROM touched) AS count, (SELECT count(*) FROM taken) AS found;
 
 -- name: pause
@@ -388,52 +342,26 @@ WHERE (SELECT count(*) FROM woken) >= 0
 RETURNING count;
 
 -- name: cancel
--- Cancel the job %(id)s, as `queuey jobs cancel` does: a pending (due or scheduled) row becomes
--- cancelled (its unique key released); a running one stays running, held by its worker, with its
--- cancel asked for: its worker is told on %(cancel_channel)s with "<owner> <id>", every other
--- outcome of the run is refused, and the row becomes cancelled when the run ends.
--- Audited; returns 1 or 0.
-WITH target AS (
-    SELECT id, status, claimed_by FROM {table}
-    WHERE id = %(id)s::uuid AND status IN ('pending', 'running')
-    FOR UPDATE
-), touched AS (
-    UPDATE {table} AS m
-    SET status = CASE WHEN target.status = 'running' THEN 'running' ELSE 'cancelled' END,
-        processed_at = CASE WHEN target.status = 'running' THEN NULL ELSE now() END,
-        error = CASE WHEN target.status = 'running' THEN m.error
-                     ELSE 'cancelled from the dashboard' END,
-        unique_key = CASE WHEN target.status = 'running' THEN m.unique_key END,
-        cancel_requested_at = CASE WHEN target.status = 'running'
-                                   THEN coalesce(m.cancel_requested_at, now()) END
-    FROM target
-    WHERE m.id = target.id
-    RETURNING m.kind, m.queue, target.status AS was, target.claimed_by AS owner
-), told AS (
-    SELECT pg_notify(%(cancel_channel)s, owner || ' ' || %(id)s::text) FROM touched
-    WHERE was = 'running'
-)
+-- Cancel the job %(id)s as `queuey jobs cancel` does (cancel_job, from queries.sql: a waiting
+-- workflow step too, and the steps after it fail with it or get its error; a running one's
+-- worker is told on %(channel)s). Audited; returns 1 or 0.
+WITH RECURSIVE {cancel_job}
 INSERT INTO {audit} (actor, action, kind, queue, job_id, filter, count)
-SELECT %(actor)s, 'cancel', min(kind), min(queue), %(id)s::uuid, '',
-       count(*) + 0 * (SELECT count(*) FROM told)
-FROM touched
+SELECT %(actor)s, 'cancel', min(kind), min(queue), %(id)s::uuid, '', count(*)
+FROM job_cancelled
 RETURNING count;
 
 -- Bulk confirmations and signed-out sessions (migration 0006).
 
 -- name: bulk_snapshot
--- Remember the ids of every failed row of the filter (as for retry) under %(token)s for
+-- Remember the ids of every failed row of the filter (failed_filter) under %(token)s for
 -- %(actor)s and %(action)s until %(secs)s seconds from now; returns how many. Drops the
 -- confirmations past their time on the way.
 WITH purged AS (
     DELETE FROM {bulk} WHERE until <= now()
 ), matched AS (
     SELECT coalesce(array_agg(id), '{{}}') AS ids FROM {table}
-    WHERE status = 'failed'
-      AND (%(kind)s::text IS NULL OR (kind = %(kind)s::text AND queue = %(queue)s::text))
-      AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
-      AND strpos(lower(id::text || ' ' || job_type || ' ' || coalesce(error, '') || ' '
-                       || payload::text), lower(%(text)s::text)) > 0
+    WHERE status = 'failed' AND {failed_filter}
 )
 INSERT INTO {bulk} (token, actor, action, ids, until)
 SELECT %(token)s, %(actor)s, %(action)s, ids, now() + make_interval(secs => %(secs)s)

@@ -1143,14 +1143,17 @@ WITH done AS (
 SELECT id FROM done
 WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
 
--- name: cancel
--- Cancel one job. A pending row (due or scheduled) or a waiting workflow step becomes cancelled
+-- part: cancel_job
+-- Cancel one job (the `cancel` statement below and the dashboard's cancel, which adds its audit
+-- row after it): a pending row (due or scheduled) or a waiting workflow step becomes cancelled
 -- and releases its unique key; the workflow steps after it fail with it or get its error, as
 -- dead_letter says. A running one stays running, held by its worker, with its cancel asked for
--- (cancel_requested_at): every other outcome of its run is then refused by the fence, and the row
--- becomes cancelled when that run ends (``finish_cancel``), or when its lease expires. Its
--- worker (the owner) is told on %(channel)s with "<owner> <id>". Returns the status the row had.
-WITH RECURSIVE target AS (
+-- (cancel_requested_at): every other outcome of its run is then refused by the fence, and the
+-- row becomes cancelled when that run ends (``finish_cancel``), or when its lease expires. Its
+-- worker (the owner) is told on %(channel)s with "<owner> <id>"; the queues of the steps it
+-- released are woken on %(wake_channel)s. Ends with job_cancelled (was: the status the row had;
+-- kind, queue), which runs every notification when read.
+target AS (
     SELECT id, status, claimed_by FROM {table}
     WHERE id = %(id)s::uuid AND status IN ('pending', 'running', 'waiting')
     FOR UPDATE
@@ -1164,7 +1167,8 @@ WITH RECURSIVE target AS (
                                    THEN coalesce(m.cancel_requested_at, now()) END
     FROM target
     WHERE m.id = target.id
-    RETURNING target.status AS was, target.claimed_by AS owner, m.id, m.workflow, m.batch
+    RETURNING target.status AS was, target.claimed_by AS owner, m.id, m.workflow, m.batch,
+              m.kind, m.queue
 ), gone AS (
     SELECT id, workflow, 'cancelled'::text AS error FROM cancelled
     WHERE workflow IS NOT NULL AND was <> 'running'
@@ -1177,12 +1181,18 @@ WITH RECURSIVE target AS (
 ), {batch_release}, batch_woke AS (
     SELECT pg_notify(%(wake_channel)s, q.queue)
     FROM (SELECT DISTINCT queue FROM batch_called WHERE status = 'pending') AS q
+), told AS (
+    SELECT pg_notify(%(channel)s, owner || ' ' || id::text) FROM cancelled WHERE was = 'running'
+), job_cancelled AS (
+    SELECT was, kind, queue FROM cancelled
+    WHERE (SELECT count(*) FROM ready) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0
+      AND (SELECT count(*) FROM told) >= 0
 )
-SELECT cancelled.was
-FROM cancelled
-LEFT JOIN LATERAL (SELECT pg_notify(%(channel)s, cancelled.owner || ' ' || %(id)s::text)
-                   WHERE cancelled.was = 'running') AS told ON true
-WHERE (SELECT count(*) FROM ready) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
+
+-- name: cancel
+-- Cancel one job (cancel_job). Returns the status the row had.
+WITH RECURSIVE {cancel_job}
+SELECT was FROM job_cancelled;
 
 -- name: finish_cancel
 -- The run of a row whose cancel was asked for has ended: cancelled now, fenced by (owner,
@@ -1507,7 +1517,7 @@ SELECT EXISTS (SELECT 1 FROM {table}
 
 -- part: rearm_steps
 -- An operator's retry re-arms the workflow steps that ended failed only because a step retried
--- here had failed (migration 0014), pasted into ops_retry and the dashboard's retry after their
+-- here had failed (migration 0014), pasted into retry_rows after its
 -- touched CTE (the rows put back to pending: id). Such a step never ran (its payload was never
 -- built) and its error names the retried step ("workflow failed: step <id> failed: ...", the
 -- root cause every step downstream of it names). It waits again: its parents that are done give
@@ -1562,24 +1572,22 @@ doomed_by AS (
     ON CONFLICT (parent, child) DO NOTHING
 )
 
--- name: ops_retry
--- Failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL) back to
--- pending, due now, with a fresh attempt, redelivery and deferral count, the same message TTL
--- window from now, and the last error kept; one notification per queue wakes its workers.
--- A unique job takes its key back (unique_kept): one whose key another job holds is left
--- alone (ops_held names that job), and of several rows retried together under one key only
--- the newest goes back, so a key never runs twice. A workflow step that never ran (an upstream
--- step failed or it was cancelled while waiting: its payload was never built) is left alone
--- too (ops_held names it), and the steps that failed only because a row retried here did wait
--- again (rearm_steps). A member of a batch (migration 0017), counted failed there already,
--- leaves its batch. Returns the count per (kind, queue).
-WITH RECURSIVE candidates AS (
-    SELECT id, seq, unique_kept FROM {table}
-    WHERE status = %(status)s::text
-      AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
-      AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-      AND (jsonb_typeof(step) IS DISTINCT FROM 'object'
-           OR (payload -> '__queuey_step__') IS NOT NULL)
+-- part: retry_rows
+-- An operator's retry (ops_retry, and the dashboard's retry, which adds its confirmation and
+-- audit row around it), pasted after the statement's asked CTE (id, seq, unique_kept, step,
+-- payload of the failed or cancelled rows asked for): back to pending, due now, with a fresh
+-- attempt, redelivery and deferral count, the same message TTL window from now, and the last
+-- error kept; a member of a batch (migration 0017), counted failed there already, leaves its
+-- batch. A unique job takes its key back (unique_kept): one whose key
+-- another job holds is left alone (ops_held names that job), and of several rows retried
+-- together under one key only the newest goes back, so a key never runs twice. A workflow step
+-- that never ran (an upstream step failed or it was cancelled while waiting: its payload was
+-- never built) is left alone too (ops_held names it), and the steps that failed only because a
+-- row retried here did wait again (rearm_steps). Leaves touched (id, kind, queue).
+candidates AS (
+    SELECT id, seq, unique_kept FROM asked
+    WHERE jsonb_typeof(step) IS DISTINCT FROM 'object'
+       OR (payload -> '__queuey_step__') IS NOT NULL
 ), chosen AS (
     SELECT c.id FROM candidates AS c
     WHERE c.unique_kept IS NULL
@@ -1594,9 +1602,20 @@ WITH RECURSIVE candidates AS (
         claimed_at = NULL, claimed_by = NULL, lease_until = NULL, unique_key = unique_kept,
         batch = NULL, headers = CASE WHEN batch IS NULL THEN headers
                                      ELSE (headers::jsonb - 'queuey-batch')::json END
-    WHERE id IN (SELECT id FROM chosen) AND status = %(status)s::text
+    WHERE id IN (SELECT id FROM chosen) AND status IN ('failed', 'cancelled')
     RETURNING id, kind, queue
-), {rearm_steps}, counted AS (
+), {rearm_steps}
+
+-- name: ops_retry
+-- Failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL) retried
+-- (retry_rows); one notification per queue wakes its workers. Returns the count per (kind,
+-- queue).
+WITH RECURSIVE asked AS (
+    SELECT id, seq, unique_kept, step, payload FROM {table}
+    WHERE status = %(status)s::text
+      AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
+      AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+), {retry_rows}, counted AS (
     SELECT kind, queue, count(*)::int AS touched FROM touched GROUP BY kind, queue
 )
 SELECT counted.kind, counted.queue, counted.touched AS count
@@ -1627,16 +1646,25 @@ SELECT id, holder, holder_status, never_built FROM (
 ORDER BY processed_at, seq
 LIMIT 100;
 
--- name: ops_discard
--- Delete failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL).
--- Returns the count per (kind, queue).
-WITH touched AS (
+-- part: discard_rows
+-- An operator's discard (ops_discard, and the dashboard's discard), pasted after the
+-- statement's asked CTE (id of the failed or cancelled rows asked for): those rows deleted.
+-- Leaves touched (kind, queue).
+touched AS (
     DELETE FROM {table}
+    WHERE id IN (SELECT id FROM asked) AND status IN ('failed', 'cancelled')
+    RETURNING kind, queue
+)
+
+-- name: ops_discard
+-- Delete failed rows (or cancelled ones: %(status)s; one id and/or one queue when not NULL;
+-- discard_rows). Returns the count per (kind, queue).
+WITH asked AS (
+    SELECT id FROM {table}
     WHERE status = %(status)s::text
       AND (%(id)s::uuid IS NULL OR id = %(id)s::uuid)
       AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-    RETURNING kind, queue
-)
+), {discard_rows}
 SELECT kind, queue, count(*)::int AS count FROM touched GROUP BY kind, queue ORDER BY kind, queue;
 
 -- name: record_action
