@@ -68,7 +68,7 @@ async def main(jobs: int, rounds: int) -> None:
     for mode in MODES:
         rate = statistics.median(results[mode])
         runs = ", ".join(f"{r:,.0f}" for r in results[mode])
-        print(f"{mode:8} {rate:8,.0f} jobs/s  cost {1 - rate / base:6.1%}  ({runs})")
+        print(f"{mode:9} {rate:8,.0f} jobs/s  cost {1 - rate / base:6.1%}  ({runs})")
 
 
 if __name__ == "__main__":

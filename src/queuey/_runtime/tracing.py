@@ -159,7 +159,9 @@ class Tracing(_Spans, Unguarded):
     def __init__(self, system: str, provider: object = True) -> None:
         super().__init__(system, provider, "process")
         self._per_queue: dict[str, dict[str, Any]] = {}
-        self._last_key: tuple[object, ...] = ()
+        self._textmap: object = None
+        self._fields: tuple[str, ...] = ()
+        self._last_key: list[str | None] | None = None
         self._last_parent: Context | None = None
 
     def _queue_attributes(self, queue: str) -> dict[str, Any]:
@@ -192,7 +194,9 @@ class Tracing(_Spans, Unguarded):
         if not headers:
             return None
         textmap = propagate.get_global_textmap()
-        key = (textmap, *[headers.get(field) for field in textmap.fields])
+        if textmap is not self._textmap:  # its fields are a set built at each read
+            self._textmap, self._fields, self._last_key = textmap, tuple(textmap.fields), None
+        key = [headers.get(field) for field in self._fields]
         if key != self._last_key:
             self._last_parent = propagate.extract(headers)
             self._last_key = key
