@@ -1,6 +1,9 @@
 -- Every statement the dashboard runs, by name (loaded by backends/postgres/_dashboard.py).
 -- {table} is the message table, {audit} and {paused} the tables of migration 0004,
--- {signed_out} and {bulk} those of 0006, {schedules} that of 0002, all composed with psycopg.sql.Identifier. Each page's statement reads through an index (the
+-- {signed_out} and {bulk} those of 0006, {schedules} that of 0002 (and the tables the parts of
+-- queries.sql name), all composed with psycopg.sql.Identifier. The actions run the parts the
+-- command line's statements are made of (cancel_job, retry_rows, discard_rows), so the two
+-- never differ. Each page's statement reads through an index (the
 -- dashboard's (kind, queue, status, seq), the partial indexes of 0001, or a primary key);
 -- tests/integration/postgres/test_dashboard_plans.py shows the plans on a million rows.
 -- Columns are named: rows are read into dataclasses by name, never by position.
