@@ -59,6 +59,9 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             "backends",
             "backends.base",
+            "backends._records",
+            "backends._capabilities",
+            "backends._sync_contract",
             "backends._unclosed",
             "backends._quiet",
             "backends._runs",

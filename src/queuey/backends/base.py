@@ -1,5 +1,9 @@
 """The contract every transport implements: ``Backend``, ``Consumer`` and ``Delivery``.
 
+This module holds the core Protocols and re-exports the rest of the contract: its values
+(``_records``), the optional capabilities (``_capabilities``) and the synchronous publishing
+half (``_sync_contract``); import every name from here.
+
 For implementers; it may change between minor versions until it has settled. The runtime
 (``Producer``, ``Worker``) talks to transports only through these Protocols, and a backend never
 imports the runtime (STYLE.md, rule 3).
@@ -51,18 +55,31 @@ backend that can count its queues at once (PostgreSQL in one statement, memory) 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol, runtime_checkable
+from datetime import timedelta
+from typing import Any, Protocol, runtime_checkable
 
 from queuey.attempts import AttemptError
+from queuey.backends._capabilities import (
+    DepthBackend,
+    JobLookup,
+    Observable,
+    ResultBackend,
+    RunKeeper,
+    ScheduleBackend,
+)
+from queuey.backends._records import CancelResult, JobEnd, JobInfo, JobState, QueueDepth
+from queuey.backends._sync_contract import (
+    SyncBackend,
+    SyncJobLookup,
+    SyncResultBackend,
+    SyncUniqueBackend,
+)
 from queuey.envelope import Envelope, Kind
 from queuey.progress import Progress
 from queuey.queues import QueueConfig
-from queuey.schedule import ScheduleRecord
-from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State, UniqueKey
+from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, UniqueKey
 
 __all__ = [
     "Backend",
@@ -86,110 +103,6 @@ __all__ = [
     "SyncResultBackend",
     "SyncUniqueBackend",
 ]
-
-CancelResult = Literal["cancelled", "requested", "not_found"]
-"""What ``cancel`` did: ``"cancelled"`` (the job was pending or scheduled and is now cancelled),
-``"requested"`` (it was running: its worker was told, and it ends cancelled when that run
-ends, staying running and held until then), ``"not_found"``
-(no pending, scheduled or running job has this id: unknown, finished or already cancelled)."""
-
-JobState = Literal["pending", "running", "done", "failed", "cancelled", "waiting"]
-"""Where a job is: pending (due now, or scheduled for later: see ``JobInfo.due_at``), being run
-by a worker, handled, failed for good (a dead letter, kept for a person), cancelled, or waiting
-(a workflow step whose parents have not all ended; it is never claimed until they have)."""
-
-
-@dataclass(frozen=True)
-class JobEnd:
-    """How a job ended, as an awaiter of its result reads it.
-
-    Attributes:
-        state: ``"done"``, ``"failed"`` or ``"cancelled"``.
-        error: the last error or the dead-letter reason (``None`` when none was recorded).
-        result: the stored result as JSON text; ``None`` when none was stored (a job that
-            declares no result type).
-    """
-
-    state: JobState
-    error: str | None
-    result: str | None
-
-
-@dataclass(frozen=True)
-class JobInfo:
-    """One job (or topic message) as its backend knows it now.
-
-    Attributes:
-        id: the job id ``enqueue`` returned (a UUID string).
-        kind: ``"job"`` or ``"topic"``.
-        queue: the queue name (a topic message's topic).
-        job_type: the job's name (a topic message's subscriber).
-        state: ``"pending"``, ``"running"``, ``"done"``, ``"failed"``, ``"cancelled"`` or
-            ``"waiting"`` (a workflow step whose parents have not all ended: never claimed).
-        attempts: runs started (0 before the first; a deferral gives its run back).
-        redeliveries: runs that ended with a lost worker (PostgreSQL leases).
-        deferrals: times a handler deferred it.
-        priority: its priority (a deferred job carries its queue's top priority).
-        due_at: when it is (pending) or was due to run, an aware UTC datetime; a pending job
-            due in the future is scheduled (a delay, a retry's backoff, a deferral).
-        last_error: the last failure's text (a retry's error, the dead-letter reason), kept
-            after a later success; ``None`` when it never failed.
-        payload: the job's fields (decoded JSON).
-        result: a done job's stored result (decoded JSON; ``None`` when none was stored).
-        progress: the last progress its handler reported (``None`` when none).
-        errors: every failed attempt's ``AttemptError``, oldest first (the latest
-            ``MAX_ATTEMPT_ERRORS`` of them); empty when no run failed.
-        cancel_requested: a cancel reached the job while it runs (``state`` is ``"running"``):
-            it ends ``cancelled`` when that run ends.
-    """
-
-    id: str
-    kind: Kind
-    queue: str
-    job_type: str
-    state: JobState
-    attempts: int
-    redeliveries: int
-    deferrals: int
-    priority: int
-    due_at: datetime
-    last_error: str | None
-    payload: Any
-    result: Any = None
-    progress: Progress | None = None
-    errors: tuple[AttemptError, ...] = ()
-    cancel_requested: bool = False
-
-
-@runtime_checkable
-class JobLookup(Protocol):
-    """A backend that can say where a job is by its id (PostgreSQL and memory)."""
-
-    async def job(self, job_id: str) -> JobInfo | None:
-        """The job ``job_id`` as the backend knows it now; ``None`` when there is no such job
-        (never enqueued here, or a done job already deleted by retention).
-
-        Raises:
-            BackendError: the backend could not be asked.
-        """
-        ...
-
-
-@runtime_checkable
-class ResultBackend(Protocol):
-    """A backend that stores results and lets callers wait for a job to end (PostgreSQL and
-    memory)."""
-
-    async def wait_end(self, job_id: str, timeout: float | None) -> JobEnd | None:
-        """Wait until job ``job_id`` is done, failed or cancelled (at once when it is already);
-        ``None`` when ``timeout`` seconds passed first (the job is left alone).
-
-        Raises:
-            UnknownJobError: there is no such job (never enqueued, or deleted by retention).
-            ConfigError: (PostgreSQL) ``job_id`` is not a UUID.
-            BackendError: the backend could not be asked.
-        """
-        ...
 
 
 class Delivery(Protocol):
@@ -362,75 +275,6 @@ class Backend(Protocol):
 
 
 @runtime_checkable
-class RunKeeper(Protocol):
-    """A backend whose ``close`` waits for the runs of this process it is given: runs that
-    could not be stopped (a plain handler's thread) and whose jobs it still holds, so that
-    closing it never hands such a job to another worker while it runs here."""
-
-    def keep_open_for(self, runs: Iterable[asyncio.Future[Any]]) -> None:
-        """Make ``close`` wait for ``runs`` to end first (keeping their jobs held meanwhile)."""
-        ...
-
-
-@runtime_checkable
-class Observable(Protocol):
-    """What a backend tells observability about itself.
-
-    Attributes:
-        messaging_system: the OpenTelemetry ``messaging.system`` of its spans
-            (``"postgresql"``, ``"rabbitmq"``, ``"memory"``).
-        connected: whether it reaches its server now, as far as it knows without asking
-            (``False`` during an outage it noticed, and once closed).
-    """
-
-    messaging_system: str
-
-    @property
-    def connected(self) -> bool:
-        """Whether the server is reachable, as last seen."""
-        ...
-
-
-@dataclass(frozen=True)
-class QueueDepth:
-    """The live messages of one queue (queues holding only handled messages are not listed).
-
-    Attributes:
-        kind: ``"job"`` or ``"topic"``.
-        queue: the queue (or topic) name.
-        pending: messages due now, waiting for a worker.
-        scheduled: messages not yet due (delayed, or waiting for a retry).
-        running: messages a worker holds.
-        failed: messages that failed for good and wait for a person.
-        oldest_pending_secs: how long the oldest due message has waited since it became due
-            (seconds, the backend's clock); ``None`` when nothing is due.
-        waiting: workflow steps whose parents have not all ended (never claimed until then).
-    """
-
-    kind: Kind
-    queue: str
-    pending: int
-    scheduled: int
-    running: int
-    failed: int
-    oldest_pending_secs: float | None
-    waiting: int = 0
-
-
-@runtime_checkable
-class DepthBackend(Protocol):
-    """A backend that counts every queue's messages at once (PostgreSQL, memory)."""
-
-    async def queue_depths(self) -> list[QueueDepth]:
-        """Every queue with live messages, ordered by kind then name; one round trip.
-
-        Raises:
-            BackendError: the backend could not be asked.
-        """
-        ...
-
-
-@runtime_checkable
 class UniqueBackend(Backend, Protocol):
     """A backend that enforces unique keys and idempotency keys."""
 
@@ -470,112 +314,4 @@ class UniqueBackend(Backend, Protocol):
         Raises:
             BackendError: nothing was published.
         """
-        ...
-
-
-@runtime_checkable
-class ScheduleBackend(Protocol):
-    """The shared state of periodic schedules, and the clock their slots are read on."""
-
-    async def clock(self) -> datetime:
-        """The backend's current time, timezone-aware (the database's ``now()``)."""
-        ...
-
-    async def job_state(self, job_id: str) -> State | None:
-        """The state of job ``job_id``; ``None`` when there is no such job (any more)."""
-        ...
-
-    async def register_schedules(self, records: Sequence[ScheduleRecord]) -> None:
-        """Create the schedules that do not exist yet and update their expression and time
-        zone; their last slot and paused flag are kept."""
-        ...
-
-    async def list_schedules(self, names: Sequence[str] | None = None) -> list[ScheduleRecord]:
-        """The known schedules (those of ``names`` only, when given), by name."""
-        ...
-
-    async def record_fired(self, name: str, slot: datetime, job_id: str) -> None:
-        """Slot ``slot`` of schedule ``name`` was fired (or found fired) as job ``job_id``;
-        the schedule's last slot only moves forward."""
-        ...
-
-    async def set_schedule_paused(self, name: str, paused: bool) -> bool:
-        """Pause or resume schedule ``name``; ``False`` when no such schedule is known."""
-        ...
-
-
-class SyncBackend(Protocol):
-    """The publishing half of ``Backend``, called without an event loop (thread-safe).
-
-    Attributes:
-        supports_transactions: ``publish`` accepts the caller's database connection.
-    """
-
-    supports_transactions: bool
-
-    def declare(self, queues: Sequence[QueueConfig]) -> None:
-        """As ``Backend.declare``."""
-        ...
-
-    def publish(
-        self,
-        envelopes: Sequence[Envelope],
-        delay: timedelta | None = None,
-        *,
-        connection: object | None = None,
-    ) -> None:
-        """As ``Backend.publish``; ``connection`` is a synchronous one (psycopg
-        ``Connection``, or Django's ``django.db.connection``)."""
-        ...
-
-    def defer(self, envelope: Envelope, delay: timedelta) -> None:
-        """As ``Backend.defer``."""
-        ...
-
-    def cancel(self, job_id: str) -> CancelResult:
-        """As ``Backend.cancel``."""
-        ...
-
-    def close(self) -> None:
-        """Release connections (and threads). Idempotent."""
-        ...
-
-
-@runtime_checkable
-class SyncUniqueBackend(Protocol):
-    """``UniqueBackend.publish_unique`` for code without an event loop (``queuey.sync``
-    backends over PostgreSQL or memory)."""
-
-    def publish_unique(
-        self,
-        envelopes: Sequence[Envelope],
-        keys: Sequence[UniqueKey | None],
-        delay: timedelta | None = None,
-        *,
-        connection: object | None = None,
-    ) -> list[EnqueueResult]:
-        """As ``UniqueBackend.publish_unique``; ``connection`` as for ``SyncBackend.publish``.
-
-        Raises:
-            BackendError: nothing was published.
-            ConfigError: the backend cannot refuse duplicates (RabbitMQ).
-        """
-        ...
-
-
-@runtime_checkable
-class SyncJobLookup(Protocol):
-    """``JobLookup`` for code without an event loop (``queuey.sync`` backends)."""
-
-    def job(self, job_id: str) -> JobInfo | None:
-        """As ``JobLookup.job``."""
-        ...
-
-
-@runtime_checkable
-class SyncResultBackend(Protocol):
-    """``ResultBackend`` for code without an event loop (``queuey.sync`` backends)."""
-
-    def wait_end(self, job_id: str, timeout: float | None) -> JobEnd | None:
-        """As ``ResultBackend.wait_end``, blocking the calling thread."""
         ...
