@@ -19,7 +19,9 @@ checked from the handlers' own start and end records. Prints one PASS/FAIL line 
   never reached (``RateLimit(100000, per="1s", by="tenant")``, ``Concurrency(10000,
   by="tenant")``), interleaved twice: limited >= 0.9x plain (starts/s, first to last start).
 
-``PROCESSES`` (4) worker processes of ``CONCURRENCY`` (32) each.
+``PROCESSES`` (4) worker processes of ``CONCURRENCY`` (128) handler slots each, the queue's
+prefetch the same (``FLOWPROOF_PREFETCH`` overrides it): a limited queue's claims take turns, so
+the rows one claim may take bound what the queue starts per second.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ BACKLOG = int(os.environ.get("BACKLOG", "100000"))
 FAIR_SECONDS = float(os.environ.get("FAIR_SECONDS", "30"))
 DRAIN = int(os.environ.get("DRAIN", "20000"))
 PROCESSES = int(os.environ.get("PROCESSES", "4"))
-CONCURRENCY = int(os.environ.get("CONCURRENCY", "32"))
+CONCURRENCY = int(os.environ.get("CONCURRENCY", "128"))
 WARMUP = 3.0
 
 
@@ -85,6 +87,7 @@ class Workers:
         env = dict(os.environ, FLOWPROOF_SCHEMA=schema, FLOWPROOF_RECORDS=self.records)
         env.update(settings)
         env.setdefault("FLOWPROOF_CONCURRENCY", str(CONCURRENCY))
+        env.setdefault("FLOWPROOF_PREFETCH", env["FLOWPROOF_CONCURRENCY"])
         args = [sys.executable, "-m", "queuey", "worker", "bench.flow_app:make_worker",
                 "--processes", str(PROCESSES)]  # fmt: skip
         self.supervisor = subprocess.Popen(args, env=env, stderr=subprocess.DEVNULL)
