@@ -6,12 +6,13 @@ outcomes: successes, retries, deferrals and dead letters in one statement). Part
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Literal, TypeVar
 
-from psycopg.rows import AsyncRowFactory, scalar_row
+from psycopg.rows import scalar_row
 
 from queuey.attempts import MAX_ATTEMPT_ERRORS
 from queuey.backends.postgres._arrays import nullable_text_array, number_array, text_array
+from queuey.backends.postgres._statement_runner import StatementRunner
 from queuey.backends.steps import fans_out
 
 __all__ = ["BatchRow", "SettleStatements"]
@@ -30,25 +31,10 @@ letter's reason, a retry's error; ``None`` for none) and the failed attempt's ``
 (JSON text, ``None`` for none)."""
 
 
-class _Runs(Protocol):
-    """What the statements need of ``Store``: its owner, channel and ``_fetch``."""
-
-    owner: str
-    channel: str
-
-    async def _fetch(
-        self,
-        name: str,
-        params: dict[str, Any] | None,
-        rows: AsyncRowFactory[R],
-        timeout: float | None = None,
-    ) -> list[R]: ...
-
-
 class SettleStatements:
     """``Store``'s statements that settle many rows (see the module)."""
 
-    async def ack(self: _Runs, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
+    async def ack(self: StatementRunner, ids: Sequence[str], attempts: Sequence[int]) -> set[str]:
         """``ack``: record the success of each run (``ids[i]``, ``attempts[i]``) this owner
         holds; returns the ids NOT recorded (their claim was lost)."""
         params = {
@@ -60,7 +46,7 @@ class SettleStatements:
         return set(await self._fetch("ack", params, scalar_row, BACKGROUND_TIMEOUT))
 
     async def ack_results(
-        self: _Runs,
+        self: StatementRunner,
         ids: Sequence[str],
         attempts: Sequence[int],
         results: Sequence[str | None],
@@ -79,7 +65,9 @@ class SettleStatements:
         name = "ack_fan_out" if fans_out(results) else "ack_results"
         return set(await self._fetch(name, params, scalar_row, BACKGROUND_TIMEOUT))
 
-    async def settle_batch(self: _Runs, rows: Sequence[BatchRow], ttl: float | None) -> set[str]:
+    async def settle_batch(
+        self: StatementRunner, rows: Sequence[BatchRow], ttl: float | None
+    ) -> set[str]:
         """``settle_batch``: record each row's outcome (``BatchRow``) in one statement, fenced
         per row; ``ttl`` is the queue's message TTL (seconds) for the rows due again. Returns
         the ids recorded (a lost claim, a cancel asked for, a unique job's retry or a workflow
