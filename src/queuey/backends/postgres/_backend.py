@@ -9,7 +9,9 @@ uses the database's ``now()``.
 The backend is an assembly, in the manner of River's driver: the store (``_store.py``) runs
 every statement, the completer (``_complete.py``) settles, maintenance (``_maintenance.py``)
 beats and sweeps, the listener (``_listen.py``) wakes consumers (``_consumer.py``) through the
-waker (``_wake.py``). None of them knows the backend."""
+waker (``_wake.py``). None of them knows the backend. This module assembles them and runs the
+lifecycle and consuming; the backend's publishing methods are in ``_backend_publish.py``, its
+lookups (schedules, cancel, inspection, results) in ``_backend_lookups.py``."""
 
 from __future__ import annotations
 
@@ -18,53 +20,36 @@ import contextlib
 import os
 import socket
 import uuid
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
-from typing import Any, cast
-
-import psycopg
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
 
 from queuey._validation import check_bool, check_int
 from queuey.backends._runs import OpenRuns
 from queuey.backends._unclosed import LoopGuard
-from queuey.backends.base import CancelResult, JobEnd, JobInfo, QueueDepth
-from queuey.backends.postgres._admin import parse_id
 from queuey.backends.postgres._awaiters import Awaiters
+from queuey.backends.postgres._backend_lookups import LookupMethods
+from queuey.backends.postgres._backend_publish import PublishMethods
 from queuey.backends.postgres._batch_consumer import BatchingConsumer
 from queuey.backends.postgres._batches import BatchMethods
-from queuey.backends.postgres._cancel import Cancellations, cancel_channel, cancel_result
+from queuey.backends.postgres._cancel import Cancellations, cancel_channel
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._consumer import ConsumerLinks
-from queuey.backends.postgres._flow import record_declared
 from queuey.backends.postgres._listen import Listener
 from queuey.backends.postgres._maintenance import Maintenance, MaintenanceOptions
 from queuey.backends.postgres._migrate import migrate
 from queuey.backends.postgres._outage import Outage
 from queuey.backends.postgres._pool import Pool
-from queuey.backends.postgres._publish import (
-    bulk_params,
-    copy_rows,
-    fold,
-    once_params,
-    single_params,
-    unique_params,
-    unique_results,
-)
 from queuey.backends.postgres._recovery import Recovery
 from queuey.backends.postgres._sql import Statements, check_identifier
-from queuey.backends.postgres._steps import workflow_params
 from queuey.backends.postgres._store import Store
 from queuey.backends.postgres._wake import Waker
 from queuey.backends.postgres._workflow_ops import WorkflowOpsMixin
-from queuey.backends.steps import StepEdge, StepRow
 from queuey.durations import Duration, parse_duration
 from queuey.envelope import Envelope, Kind
 from queuey.errors import ShutDownError
-from queuey.limits import Throttled
 from queuey.queues import QueueConfig
-from queuey.schedule import ScheduleRecord
 from queuey.secrets import redact
-from queuey.unique import EnqueueResult, FirstPublication, IdempotencyKey, State, UniqueKey
 
 __all__ = ["PostgresBackend", "process_identity"]
 
@@ -75,7 +60,7 @@ def process_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class PostgresBackend(WorkflowOpsMixin, BatchMethods):
+class PostgresBackend(PublishMethods, LookupMethods, WorkflowOpsMixin, BatchMethods):
     """The PostgreSQL transport. Open it with ``await PostgresBackend.connect(url, ...)`` or
     ``async with PostgresBackend(url, ...)``.
 
@@ -294,185 +279,6 @@ class PostgresBackend(WorkflowOpsMixin, BatchMethods):
         if self._state != "open":
             raise ShutDownError(f"PostgresBackend is {self._state}; open it first")
 
-    # -- publishing ----------------------------------------------------------------------------
-
-    async def declare(self, queues: Sequence[QueueConfig]) -> None:
-        """Remember the queues' options; record their flow limits for the dashboard."""
-        self._check_open()
-        for config in queues:
-            self._declared.setdefault((config.kind, config.name), config)
-        await record_declared(self._store, queues)
-
-    def _ttl(self, kind: Kind, queue: str) -> float | None:
-        config = self._declared.get((kind, queue))
-        if config is None or config.message_ttl is None:
-            return None
-        return config.message_ttl.total_seconds()
-
-    async def publish(
-        self,
-        envelopes: Sequence[Envelope],
-        delay: timedelta | None = None,
-        *,
-        connection: Any = None,
-    ) -> None:
-        """Insert the envelopes' rows and notify, in one transaction: all or nothing (several
-        rows due now go through ``COPY``).
-
-        Args:
-            envelopes: the envelopes.
-            delay: due after this long (database clock); ``None`` = now.
-            connection: the caller's psycopg ``AsyncConnection``; the rows then commit or roll
-                back with the caller's transaction (and the NOTIFY is sent at its commit).
-
-        Raises:
-            TypeError: ``connection`` is not a psycopg ``AsyncConnection`` (a synchronous
-                ``psycopg.Connection`` cannot be awaited); nothing was written.
-            BackendUnavailableError: no connection within ``publish_timeout`` (the database
-                is unreachable; nothing was written), or no answer within it (the rows may
-                or may not have been written).
-            BackendError: nothing was written.
-            ShutDownError: the backend is not open.
-        """
-        self._check_open()
-        if connection is not None:
-            _check_connection(connection)
-        if not envelopes:
-            return
-        seconds = 0.0 if delay is None else delay.total_seconds()
-        if len(envelopes) == 1:
-            query, params = single_params(envelopes[0], seconds, self._ttl, self.channel)
-            await self._store.publish(query, params, connection)
-        elif (rows := copy_rows(envelopes, seconds, self._ttl)) is not None:
-            await self._store.publish_copy(*rows, self.channel, connection, len(envelopes))
-        else:
-            params = bulk_params(envelopes, seconds, self._ttl, self.channel)
-            await self._store.publish("publish", params, connection, len(envelopes))
-
-    async def start_workflow(
-        self, workflow_id: str, steps: Sequence[StepRow], edges: Sequence[StepEdge]
-    ) -> None:
-        """Insert a workflow's steps (roots pending, the others waiting) and edges in one
-        statement (``WorkflowBackend``); all or nothing.
-
-        Raises:
-            BackendError: nothing was written.
-            ShutDownError: the backend is not open.
-        """
-        self._check_open()
-        params = workflow_params(workflow_id, steps, edges, self.channel)
-        await self._store.publish("start_workflow", params)
-
-    async def defer(self, envelope: Envelope, delay: timedelta) -> None:
-        """Publish ``envelope`` due after ``delay`` at its own (top) priority."""
-        await self.publish([envelope], delay)
-
-    async def publish_unique(
-        self,
-        envelopes: Sequence[Envelope],
-        keys: Sequence[UniqueKey | None],
-        delay: timedelta | None = None,
-        *,
-        connection: Any = None,
-    ) -> list[EnqueueResult]:
-        """Insert the envelopes' rows unless a row in a refused state holds their unique key,
-        in one ``INSERT … ON CONFLICT`` statement (all or nothing; see ``UniqueBackend``).
-
-        Args:
-            envelopes: the envelopes.
-            keys: each envelope's unique key, or ``None``.
-            delay: due after this long (database clock); ``None`` = now.
-            connection: the caller's psycopg ``AsyncConnection`` (its transaction).
-
-        Returns:
-            One result per envelope, in order.
-
-        Raises:
-            BackendError: nothing was written (``BackendUnavailableError`` when no connection
-                came within ``publish_timeout``).
-            ShutDownError: the backend is not open.
-        """
-        self._check_open()
-        if not envelopes:
-            return []
-        sent, sent_keys, where = fold(envelopes, keys)
-        seconds = 0.0 if delay is None else delay.total_seconds()
-        params = unique_params(sent, sent_keys, seconds, self._ttl, self.channel)
-        rows = await self._store.publish_unique(params, connection, len(envelopes))
-        return unique_results(rows, where, keys)
-
-    async def publish_once(
-        self,
-        envelopes: Sequence[Envelope],
-        idempotency: IdempotencyKey,
-        *,
-        connection: Any = None,
-    ) -> FirstPublication:
-        """Insert the envelopes' rows unless ``idempotency.key`` was used within its window
-        (one statement); the key's first publication either way.
-
-        Raises:
-            BackendError: nothing was written (``BackendUnavailableError`` when no connection
-                came within ``publish_timeout``).
-            ShutDownError: the backend is not open.
-        """
-        self._check_open()
-        params = once_params(envelopes, idempotency, self._ttl, self.channel)
-        first = await self._store.publish_once(params, connection, len(envelopes))
-        return FirstPublication(tuple(first.ids), first.fingerprint, first.fresh)
-
-    # -- schedules -----------------------------------------------------------------------------
-
-    async def clock(self) -> datetime:
-        """The database's ``now()``.
-
-        Raises:
-            BackendError: the database failed.
-        """
-        self._check_open()
-        return await self._store.clock()
-
-    async def job_state(self, job_id: str) -> State | None:
-        """The status of job ``job_id``; ``None`` when there is no such row (any more)."""
-        self._check_open()
-        return cast("State | None", await self._store.job_state(job_id))
-
-    async def register_schedules(self, records: Sequence[ScheduleRecord]) -> None:
-        """Create or update the schedules (their last slot and paused flag are kept)."""
-        self._check_open()
-        if records:
-            await self._store.register_schedules(records)
-
-    async def list_schedules(self, names: Sequence[str] | None = None) -> list[ScheduleRecord]:
-        """The known schedules (of ``names`` only, when given), by name."""
-        self._check_open()
-        return await self._store.list_schedules(names)
-
-    async def record_fired(self, name: str, slot: datetime, job_id: str) -> None:
-        """Record that ``slot`` of ``name`` fired as ``job_id`` (the last slot only moves
-        forward)."""
-        self._check_open()
-        await self._store.record_fired(name, slot, job_id)
-
-    async def set_schedule_paused(self, name: str, paused: bool) -> bool:
-        """Pause or resume schedule ``name``, for every worker; ``False`` when unknown."""
-        self._check_open()
-        return await self._store.pause_schedule(name, paused)
-
-    async def cancel(self, job_id: str) -> CancelResult:
-        """Cancel job ``job_id``: a pending or scheduled row becomes ``cancelled``; a running
-        one too, and its worker is told through a NOTIFY on ``cancel_channel`` (its handler is
-        cancelled, and every later settle of that run is refused by the fence).
-
-        Raises:
-            ConfigError: ``job_id`` is not a UUID.
-            BackendError: the database failed; nothing changed.
-            ShutDownError: the backend is not open.
-        """
-        self._check_open()
-        was = await self._store.cancel(parse_id(job_id), self.cancel_channel)
-        return cancel_result(was)
-
     # -- consuming -----------------------------------------------------------------------------
 
     def consumer(self, queue: QueueConfig) -> BatchingConsumer:
@@ -557,101 +363,11 @@ class PostgresBackend(WorkflowOpsMixin, BatchMethods):
         """Whether the database answers, as last seen (open, no outage noticed)."""
         return self._state == "open" and not self._outage.down
 
-    def throttled(self) -> list[Throttled]:
-        """What this backend's claims held back under flow limits (``ThrottleBackend``)."""
-        return self._store.flow.tally.snapshot()
-
-    async def queue_depths(self) -> list[QueueDepth]:
-        """Every (kind, queue) with live rows, counted in one statement (``ops_status``):
-        due, scheduled, running and failed rows and the oldest due row's wait.
-
-        Raises:
-            BackendError: the database failed.
-        """
-        self._check_open()
-        return await self._store.ops_status()
-
-    async def count_pending(self, queue: str, kind: Kind = "job") -> int:
-        """Rows of ``queue`` due now and not claimed.
-
-        Raises:
-            BackendError: the database failed.
-        """
-        self._check_open()
-        return await self._store.count_pending(kind, queue)
-
-    async def list_dead(
-        self, queue: str, kind: Kind = "job", limit: int = 100
-    ) -> list[tuple[Envelope, str]]:
-        """Failed rows of ``queue``, oldest first, as ``(envelope, reason)``.
-
-        Raises:
-            BackendError: the database failed.
-        """
-        self._check_open()
-        rows = await self._store.list_dead(kind, queue, limit)
-        return [(row.envelope(kind, queue), row.reason) for row in rows]
-
-    async def job(self, job_id: str) -> JobInfo | None:
-        """Where job ``job_id`` (the id ``enqueue`` returned) is now: its state, attempts, last
-        error and due time (``JobLookup``); ``None`` when there is no such row (never enqueued
-        in this schema, or done and deleted after ``retain``).
-
-        Raises:
-            ConfigError: ``job_id`` is not a UUID.
-            BackendError: the database failed.
-            ShutDownError: the backend is not open.
-        """
-        self._check_open()
-        return await self._store.job_info(parse_id(job_id))
-
-    async def wait_end(self, job_id: str, timeout: float | None) -> JobEnd | None:
-        """Wait until job ``job_id`` is done, failed or cancelled (``ResultBackend``): at once
-        when it is already, else when its end is announced on ``results_channel`` to this
-        backend's one LISTEN connection (shared by every waiter; ``poll_only``: read again
-        every ``poll_interval``). ``None`` after ``timeout`` seconds; the job is left alone.
-
-        Raises:
-            UnknownJobError: there is no such row (never enqueued in this schema, or done and
-                deleted after ``retain``).
-            ConfigError: ``job_id`` is not a UUID.
-            ShutDownError: the backend is not open.
-        """
-        self._check_open()
-        return await self._awaiters.wait(parse_id(job_id), timeout)
-
     async def _listening(self) -> None:
         """Return once the LISTEN session is established (started here if need be)."""
         self._start_listening()
         if self.listener is not None:
             await self.listener.connected.wait()
-
-    async def purge(self, queues: Sequence[str]) -> int:
-        """Delete every row of the given typed queues; returns the count."""
-        self._check_open()
-        return await self._store.purge(queues)
-
-
-def _check_connection(connection: object) -> None:
-    """Refuse a ``connection=`` the backend cannot run its insert on, saying what it takes.
-
-    Raises:
-        TypeError: ``connection`` is not a psycopg ``AsyncConnection``.
-    """
-    if isinstance(connection, psycopg.AsyncConnection):
-        return
-    kind = f"{type(connection).__module__}.{type(connection).__qualname__}"
-    hint = (
-        ", a synchronous connection: enqueue through `queuey.sync.Producer` on "
-        "`queuey.sync.PostgresBackend`, which takes it, or open an AsyncConnection with "
-        "`await psycopg.AsyncConnection.connect(url)`"
-        if isinstance(connection, psycopg.Connection)
-        else ""
-    )
-    raise TypeError(
-        f"connection= takes the psycopg AsyncConnection whose transaction the job joins; "
-        f"got {kind}{hint}"
-    )
 
 
 async def _migrate(conninfo: str, statements: Statements) -> None:
