@@ -17,7 +17,8 @@ from queuey._outcome import Ack, DeadLetter, DeferFor, Outcome, RetryAfter
 from queuey._text import clean_text
 from queuey.attempts import AttemptError
 from queuey.backends.base import Delivery
-from queuey.backends.postgres._consumer import PgConsumer, PgDelivery, failure_json
+from queuey.backends.postgres._consumer import PgConsumer
+from queuey.backends.postgres._delivery import PgDelivery, failure_json
 from queuey.backends.postgres._settles import BatchRow
 from queuey.errors import BackendError
 
