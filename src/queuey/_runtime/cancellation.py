@@ -20,6 +20,7 @@ from datetime import timedelta
 from queuey._outcome import Outcome
 from queuey._run_scope import CURRENT_RUN, RunScope
 from queuey._runtime.middleware import CallNext, Unguarded
+from queuey._runtime.returned import refuse_database_transaction
 from queuey._runtime.settle import stopped
 from queuey.backends.base import Delivery
 
@@ -70,7 +71,9 @@ class Cancellation(Unguarded):
         """
         request = delivery.cancel_requested
         report = getattr(delivery, "report_progress", None)
-        token = CURRENT_RUN.set(RunScope(request, delivery.transaction, report))
+        # TransactionalDelivery, read as an attribute: an isinstance check per run costs more
+        transaction = getattr(delivery, "transaction", refuse_database_transaction)
+        token = CURRENT_RUN.set(RunScope(request, transaction, report))
         task = asyncio.current_task()
         try:
             if request is None or task is None:

@@ -17,6 +17,7 @@ from queuey.errors import NotSupportedError, PayloadError, ResultError
 __all__ = [
     "first_error",
     "refuse_batch_transaction",
+    "refuse_database_transaction",
     "refuse_transaction",
     "result_json",
     "type_name",
@@ -83,6 +84,20 @@ def refuse_transaction() -> Any:
         "ctx.transaction() is not available to a job that declares a result type: the job "
         "completes with its result, which the handler has not returned yet; write in your own "
         "transaction and return the result"
+    )
+
+
+def refuse_database_transaction() -> Any:
+    """``ctx.transaction()`` of a delivery that is no ``TransactionalDelivery`` (memory,
+    RabbitMQ).
+
+    Raises:
+        NotSupportedError: always: only the PostgreSQL backend commits a job with the
+            handler's own database transaction.
+    """
+    raise NotSupportedError(
+        "ctx.transaction() needs the PostgreSQL backend; this backend has no database to "
+        "commit a job with"
     )
 
 

@@ -2,13 +2,16 @@
 ``Backend`` contract (re-exported by ``backends.base``, whose docstring says which backend has
 which): looking a job up (``JobLookup``), waiting for its end (``ResultBackend``), keeping
 unstoppable runs held until close (``RunKeeper``), naming itself to observability
-(``Observable``), counting every queue at once (``DepthBackend``), and the schedules' shared
-state (``ScheduleBackend``). The runtime asks for one with ``isinstance``."""
+(``Observable``), counting every queue at once (``DepthBackend``), the schedules' shared
+state (``ScheduleBackend``), and a delivery whose success commits in the handler's own
+database transaction (``TransactionalDelivery``, PostgreSQL only). The runtime asks for one
+with ``isinstance`` (a delivery's, once per run, by its attribute)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,6 +26,7 @@ __all__ = [
     "ResultBackend",
     "RunKeeper",
     "ScheduleBackend",
+    "TransactionalDelivery",
 ]
 
 
@@ -128,4 +132,20 @@ class ScheduleBackend(Protocol):
 
     async def set_schedule_paused(self, name: str, paused: bool) -> bool:
         """Pause or resume schedule ``name``; ``False`` when no such schedule is known."""
+        ...
+
+
+@runtime_checkable
+class TransactionalDelivery(Protocol):
+    """A ``Delivery`` whose success can commit inside the handler's own database transaction
+    (PostgreSQL). A delivery without it refuses ``ctx.transaction()``."""
+
+    def transaction(self) -> AbstractAsyncContextManager[Any]:
+        """A database transaction (yielding the driver's connection) in which the handler's
+        writes and this run's success commit together, fenced like every settle; the later
+        ``ack`` then only frees the delivery.
+
+        Raises:
+            BackendError: the connection, the commit or a statement of the body failed.
+        """
         ...

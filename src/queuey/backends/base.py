@@ -38,6 +38,10 @@ RabbitMQ neither):
   publication once per idempotency key within a window.
 - ``ScheduleBackend``: the backend's clock and the schedules' shared state (last slot fired,
   paused), so every worker that knows a schedule agrees on it.
+
+A PostgreSQL delivery is also a ``TransactionalDelivery``: ``transaction()`` commits the
+handler's writes and the run's success together (``ctx.transaction()``); a delivery without it
+refuses ``ctx.transaction()``.
 A backend that keeps per-job state (PostgreSQL, memory) also implements ``JobLookup``: a job's
 state by the id ``enqueue`` returned, as a ``JobInfo``; and ``ResultBackend``: waiting for a job
 to end (``wait_end``), however many wait at once, without a connection or a polling loop per
@@ -56,9 +60,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from queuey.attempts import AttemptError
 from queuey.backends._capabilities import (
@@ -68,6 +71,7 @@ from queuey.backends._capabilities import (
     ResultBackend,
     RunKeeper,
     ScheduleBackend,
+    TransactionalDelivery,
 )
 from queuey.backends._records import CancelResult, JobEnd, JobInfo, JobState, QueueDepth
 from queuey.backends._sync_contract import (
@@ -102,6 +106,7 @@ __all__ = [
     "SyncJobLookup",
     "SyncResultBackend",
     "SyncUniqueBackend",
+    "TransactionalDelivery",
 ]
 
 
@@ -163,16 +168,6 @@ class Delivery(Protocol):
     async def cancelled(self) -> None:
         """The run whose cancel was asked for has ended: record the job cancelled (nothing is
         retried) and free this delivery; after a lost lease (``lease_lost``) only free it."""
-        ...
-
-    def transaction(self) -> AbstractAsyncContextManager[Any]:
-        """A database transaction (yielding the driver's connection) in which the handler's
-        writes and this run's success commit together, fenced like every settle; the later
-        ``ack`` then only frees the delivery.
-
-        Raises:
-            NotSupportedError: this backend has no such transaction (only PostgreSQL has).
-        """
         ...
 
 

@@ -185,7 +185,8 @@ async def test_other_backends_refuse_a_transaction() -> None:
     await producer.enqueue(Write(n=1))
     await run_until(worker, lambda: bool(errors))
     assert errors == [
-        "ctx.transaction() needs the PostgreSQL backend; MemoryBackend has no database"
+        "ctx.transaction() needs the PostgreSQL backend; this backend has no database to "
+        "commit a job with"
     ]
 
 

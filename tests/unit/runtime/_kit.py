@@ -4,11 +4,9 @@ can be made to fail."""
 from __future__ import annotations
 
 import asyncio
-from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
-from typing import Any
 
-from queuey import BackendError, Envelope, Job, NotSupportedError, Queue, QueueSet, RetryPolicy
+from queuey import BackendError, Envelope, Job, Queue, QueueSet, RetryPolicy
 from queuey._outcome import Outcome
 from queuey._runtime.middleware import CallNext, Middleware
 from queuey.backends.base import Delivery
@@ -90,6 +88,3 @@ class FakeDelivery:
 
     async def cancelled(self) -> None:
         self._settle("cancelled")
-
-    def transaction(self) -> AbstractAsyncContextManager[Any]:
-        raise NotSupportedError("no transaction here")

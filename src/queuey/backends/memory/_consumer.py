@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from functools import partial
-from typing import Any, Protocol
+from typing import Protocol
 
 from queuey._waits import first_of
 from queuey.attempts import AttemptError
@@ -23,7 +22,7 @@ from queuey.backends.memory._flow import Holds
 from queuey.backends.memory._records import Pending, QueueState, now
 from queuey.backends.memory._store import Store
 from queuey.envelope import Envelope
-from queuey.errors import BackendError, NotSupportedError
+from queuey.errors import BackendError
 from queuey.limits import LimitSpec, ThrottleTally
 from queuey.progress import Progress
 from queuey.unique import State
@@ -89,14 +88,6 @@ class MemoryDelivery:
     def lease_lost(self) -> bool:
         """Always false: the memory backend has no leases (its runs end in this process)."""
         return False
-
-    def transaction(self) -> AbstractAsyncContextManager[Any]:
-        """Raises:
-        NotSupportedError: always; the memory backend has no database transaction.
-        """
-        raise NotSupportedError(
-            "ctx.transaction() needs the PostgreSQL backend; MemoryBackend has no database"
-        )
 
     def report_progress(self, progress: Progress) -> None:
         """Keep ``progress`` as the job's last (``MemoryBackend.job(id).progress``)."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -34,7 +33,7 @@ from queuey.backends.rabbitmq._inbound import Inbound
 from queuey.backends.rabbitmq._router import Hold, Router
 from queuey.backends.rabbitmq._wire import dead_headers, envelope_message, retry_headers
 from queuey.envelope import Envelope
-from queuey.errors import BackendError, ConfigError, NotSupportedError
+from queuey.errors import BackendError, ConfigError
 from queuey.queues import QueueConfig
 
 __all__ = ["Origin", "RabbitMqDelivery", "hand_back"]
@@ -94,15 +93,6 @@ class RabbitMqDelivery:
         """How long a retry or deferral after ``delay`` is really held: rounded up to the
         backend's hold granularity (what the outcome log reports)."""
         return self._origin.router.held_for(delay)
-
-    def transaction(self) -> AbstractAsyncContextManager[Any]:
-        """Raises:
-        NotSupportedError: always; RabbitMQ has no database transaction.
-        """
-        raise NotSupportedError(
-            "ctx.transaction() needs the PostgreSQL backend; RabbitMQ cannot commit a job "
-            "with a database transaction"
-        )
 
     async def cancelled(self) -> None:
         """Drop the message (acknowledge it): never called, as nothing cancels it.
