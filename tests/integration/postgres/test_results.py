@@ -1,7 +1,8 @@
 """Results on PostgreSQL: written by the fenced ack (a worker that lost its lease writes none,
 the winner's stands), carried in its notification when small (never the loser's), awaited by
 10,000 callers of one process through its one LISTEN connection, read by a late caller until
-retention deletes the done row."""
+retention deletes the done row, and waited for by the blocking handle of the sync producer
+(``ThreadedBackend`` over ``PostgresBackend``)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,15 @@ from queuey import (
     Producer,
     Queue,
     QueueSet,
+    ResultTimeoutError,
     UnknownJobError,
     Worker,
+    sync,
 )
 from queuey.backends.base import Delivery
 from queuey.backends.postgres import PostgresBackend
 from queuey.backends.postgres._acks import LostClaimError
+from queuey.results import SyncJobHandle
 from tests.integration.postgres.test_backend import execute, table
 
 pytestmark = pytest.mark.postgres
@@ -226,3 +230,37 @@ async def test_a_result_is_read_after_the_job_ended_until_retention_deletes_it(
             await producer.result(handle.job_id, Thumb, timeout=5)
         with pytest.raises(UnknownJobError):
             await producer.result(str(uuid.uuid4()), Thumb)
+
+
+async def test_the_sync_producers_handle_blocks_until_the_result_over_postgres(
+    database_url: str, pg_schema: str
+) -> None:
+    threaded = sync.ThreadedBackend(PostgresBackend(database_url, schema=pg_schema))
+    await asyncio.to_thread(threaded.open)
+    try:
+        producer = await asyncio.to_thread(sync.Producer.create, ResultQueues, threaded)
+        handle = await asyncio.to_thread(producer.enqueue, Resize(url="sync"))
+        assert isinstance(handle, SyncJobHandle)
+        with pytest.raises(ResultTimeoutError):
+            await asyncio.to_thread(handle.result, timeout=0.3)  # not run yet: left alone
+        waiting = asyncio.create_task(asyncio.to_thread(handle.result, timeout=30))
+        ran: list[str] = []
+        async with PostgresBackend(database_url, schema=pg_schema) as working:
+            worker = Worker(ResultQueues, working)
+
+            @worker.handler(Resize)
+            async def resize(job: Resize, ctx: JobContext) -> Thumb:
+                ran.append(job.url)
+                return Thumb(url=job.url, width=3)
+
+            running = asyncio.create_task(worker.run())
+            try:
+                assert await asyncio.wait_for(waiting, 60) == Thumb(url="sync", width=3)
+            finally:
+                worker.shutdown()
+                await running
+        assert ran == ["sync"]
+        later = await asyncio.to_thread(producer.result, handle.job_id, Thumb, timeout=1)
+        assert later == Thumb(url="sync", width=3)
+    finally:
+        await asyncio.to_thread(threaded.close)
