@@ -43,10 +43,10 @@ from queuey._runtime.batch_lanes import BatchLanes, Started
 from queuey._runtime.processes import HandlerProcesses
 from queuey._runtime.runner import Process, Ran
 from queuey._runtime.settle import give_up, release
-from queuey._runtime.slots import SlotAware, Slots
+from queuey._runtime.slots import Slots
 from queuey._runtime.threads import HandlerThreads
 from queuey._waits import first_of
-from queuey.backends.base import Backend, Consumer, Delivery, RunKeeper
+from queuey.backends.base import Backend, Consumer, Delivery, RunKeeper, SlotAware
 from queuey.queues import QueueConfig
 
 __all__ = ["Bind", "ConsumeLoop"]

@@ -2,11 +2,11 @@
 every queue it consumes.
 
 A consumer that claims from a database (PostgreSQL) takes its slots before it claims
-(``SlotAware``): it claims at most as many rows as there are free slots, so every row it claims
-is handed to a handler at once and none sits claimed but not started behind a slow one while
-another worker idles (or is charged a lost lease when this worker dies). Other consumers hand
-out one delivery at a time, and the loop takes its slot after (``acquire``, first come first
-served).
+(``backends.base.SlotAware``, given these slots as ``HandlerSlots``): it claims at most as many
+rows as there are free slots, so every row it claims is handed to a handler at once and none
+sits claimed but not started behind a slow one while another worker idles (or is charged a
+lost lease when this worker dies). Other consumers hand out one delivery at a time, and the
+loop takes its slot after (``acquire``, first come first served).
 
 A slot is held until its delivery's handler has ended (``Runner``'s ``ran``), not until its
 outcome is recorded: an ack in flight does not keep the next rows from being claimed. A plain
@@ -19,9 +19,8 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
 
-__all__ = ["SlotAware", "Slots"]
+__all__ = ["Slots"]
 
 
 class Slots:
@@ -96,13 +95,3 @@ class Slots:
                 self._watchers.remove(wake)
 
         return unwatch
-
-
-@runtime_checkable
-class SlotAware(Protocol):
-    """A consumer that takes its slots itself, before it claims: each delivery it hands out
-    already holds one slot of the ``Slots`` it was given (``PgConsumer``)."""
-
-    def share_slots(self, slots: Slots) -> None:
-        """Claim only for free ``slots`` from now on, holding one per delivery handed out."""
-        ...

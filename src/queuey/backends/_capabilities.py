@@ -4,13 +4,15 @@ which): looking a job up (``JobLookup``), waiting for its end (``ResultBackend``
 unstoppable runs held until close (``RunKeeper``), naming itself to observability
 (``Observable``), counting every queue at once (``DepthBackend``), the schedules' shared
 state (``ScheduleBackend``), and a delivery whose success commits in the handler's own
-database transaction (``TransactionalDelivery``, PostgreSQL only). The runtime asks for one
-with ``isinstance`` (a delivery's, once per run, by its attribute)."""
+database transaction (``TransactionalDelivery``, PostgreSQL only), and a consumer that takes
+the worker's handler slots before it claims (``SlotAware``, given the runtime's
+``HandlerSlots``). The runtime asks for one with ``isinstance`` (a delivery's, once per run,
+by its attribute)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -21,11 +23,13 @@ from queuey.unique import State
 
 __all__ = [
     "DepthBackend",
+    "HandlerSlots",
     "JobLookup",
     "Observable",
     "ResultBackend",
     "RunKeeper",
     "ScheduleBackend",
+    "SlotAware",
     "TransactionalDelivery",
 ]
 
@@ -148,4 +152,36 @@ class TransactionalDelivery(Protocol):
         Raises:
             BackendError: the connection, the commit or a statement of the body failed.
         """
+        ...
+
+
+class HandlerSlots(Protocol):
+    """The worker's handler slots, one per delivery being handled, shared by its consumers
+    (the runtime's ``Slots``)."""
+
+    @property
+    def free(self) -> int:
+        """Slots nobody holds."""
+        ...
+
+    def take(self, wanted: int) -> int:
+        """Hold up to ``wanted`` free slots now; returns how many."""
+        ...
+
+    def give(self, count: int = 1) -> None:
+        """Free ``count`` slots."""
+        ...
+
+    def watch(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Call ``wake()`` whenever slots are freed; returns what stops it."""
+        ...
+
+
+@runtime_checkable
+class SlotAware(Protocol):
+    """A consumer that takes its slots itself, before it claims: each delivery it hands out
+    already holds one slot of the ``HandlerSlots`` it was given (PostgreSQL, memory)."""
+
+    def share_slots(self, slots: HandlerSlots) -> None:
+        """Claim only for free ``slots`` from now on, holding one per delivery handed out."""
         ...

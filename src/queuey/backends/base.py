@@ -66,11 +66,13 @@ from typing import Protocol, runtime_checkable
 from queuey.attempts import AttemptError
 from queuey.backends._capabilities import (
     DepthBackend,
+    HandlerSlots,
     JobLookup,
     Observable,
     ResultBackend,
     RunKeeper,
     ScheduleBackend,
+    SlotAware,
     TransactionalDelivery,
 )
 from queuey.backends._records import CancelResult, JobEnd, JobInfo, JobState, QueueDepth
@@ -91,10 +93,12 @@ __all__ = [
     "Consumer",
     "Delivery",
     "DepthBackend",
+    "HandlerSlots",
     "Observable",
     "QueueDepth",
     "RunKeeper",
     "ScheduleBackend",
+    "SlotAware",
     "SyncBackend",
     "UniqueBackend",
     "JobEnd",

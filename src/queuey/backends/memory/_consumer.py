@@ -13,11 +13,10 @@ import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
-from typing import Protocol
 
 from queuey._waits import first_of
 from queuey.attempts import AttemptError
-from queuey.backends.base import Delivery
+from queuey.backends.base import Delivery, HandlerSlots
 from queuey.backends.memory._flow import Holds
 from queuey.backends.memory._records import Pending, QueueState, now
 from queuey.backends.memory._store import Store
@@ -27,24 +26,7 @@ from queuey.limits import LimitSpec, ThrottleTally
 from queuey.progress import Progress
 from queuey.unique import State
 
-__all__ = ["MemoryConsumer", "MemoryDelivery", "Slots"]
-
-
-class Slots(Protocol):
-    """The worker's handler slots, shared by its consumers (the runtime's ``Slots``)."""
-
-    @property
-    def free(self) -> int:
-        """Slots nobody holds."""
-        ...
-
-    def take(self, wanted: int) -> int:
-        """Hold up to ``wanted`` free slots now; returns how many."""
-        ...
-
-    def watch(self, wake: Callable[[], None]) -> Callable[[], None]:
-        """Call ``wake()`` whenever slots are freed; returns what stops it."""
-        ...
+__all__ = ["MemoryConsumer", "MemoryDelivery"]
 
 
 class MemoryDelivery:
@@ -207,10 +189,10 @@ class MemoryConsumer:
         self._slots = prefetch
         self._stopped = False
         self._wake = asyncio.Event()
-        self._shared: Slots | None = None
+        self._shared: HandlerSlots | None = None
         self._unwatch: Callable[[], None] | None = None
 
-    def share_slots(self, slots: Slots) -> None:
+    def share_slots(self, slots: HandlerSlots) -> None:
         """Take an envelope only while ``slots`` has a free one, and hold it for the delivery
         (the worker frees it when the run ends)."""
         self._shared = slots

@@ -27,8 +27,8 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
+from queuey.backends.base import HandlerSlots
 from queuey.backends.postgres._cancel import Cancellations
 from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._delivery import PgDelivery
@@ -37,7 +37,7 @@ from queuey.backends.postgres._store import Store
 from queuey.backends.postgres._wake import Waker
 from queuey.queues import QueueConfig
 
-__all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery", "Slots"]
+__all__ = ["ConsumerLinks", "PgConsumer", "PgDelivery"]
 
 """Error texts and reasons are kept to this many UTF-8 bytes."""
 
@@ -63,22 +63,6 @@ class ConsumerLinks:
     cancellations: Cancellations
 
 
-class Slots(Protocol):
-    """The worker's handler slots, shared by its consumers (the runtime's ``Slots``)."""
-
-    def take(self, wanted: int) -> int:
-        """Hold up to ``wanted`` free slots now; returns how many."""
-        ...
-
-    def give(self, count: int = 1) -> None:
-        """Free ``count`` slots."""
-        ...
-
-    def watch(self, wake: Callable[[], None]) -> Callable[[], None]:
-        """Call ``wake()`` whenever slots are freed; returns what stops it."""
-        ...
-
-
 class PgConsumer:
     """Claims and hands out rows of one queue."""
 
@@ -98,7 +82,7 @@ class PgConsumer:
         self._event = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
         self._suspect: PgDelivery | None = None
-        self._slots: Slots | None = None
+        self._slots: HandlerSlots | None = None
         self._unwatch: Callable[[], None] | None = None
         # Half the prefetch per claim: the next claim is on the wire while the handlers of the
         # previous one run, so the database and the handlers overlap instead of taking turns.
@@ -128,7 +112,7 @@ class PgConsumer:
         self._timer = None
         self.poke()
 
-    def share_slots(self, slots: Slots) -> None:
+    def share_slots(self, slots: HandlerSlots) -> None:
         """Claim only for free ``slots`` from now on: each delivery handed out holds one,
         which the worker frees when its run ends."""
         self._slots = slots
