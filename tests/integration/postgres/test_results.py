@@ -58,9 +58,18 @@ async def stored(database_url: str, schema: str, job_id: str) -> list[tuple[Any,
     return await execute(database_url, query.format(table(schema)), job_id)
 
 
-async def expire_lease(database_url: str, schema: str, job_id: str) -> None:
+async def reclaim(database_url: str, schema: str, sweeper: PostgresBackend, job_id: str) -> None:
+    """Expire the lease of ``job_id``'s run and sweep until the row is pending again (its
+    holder's heartbeat, such as the one its LISTEN session runs on connecting, may extend the
+    lease between the two)."""
     query = sql.SQL("UPDATE {} SET lease_until = now() - interval '1 second' WHERE id = %s")
-    await execute(database_url, query.format(table(schema)), job_id)
+    for _ in range(50):
+        await execute(database_url, query.format(table(schema)), job_id)
+        await sweeper.sweep()  # the lease expired: back to pending, a redelivery
+        if (await stored(database_url, schema, job_id))[0][0] == "pending":
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"job {job_id} was not reclaimed")
 
 
 async def test_a_worker_that_lost_its_lease_writes_no_result_and_the_winners_stands(
@@ -77,8 +86,7 @@ async def test_a_worker_that_lost_its_lease_writes_no_result_and_the_winners_sta
             lost = await lost_consumer.next()
             assert lost is not None and lost.envelope.job_id == handle.job_id
             await lost_consumer.stop()  # it must not claim the redelivery (the winner's)
-            await expire_lease(database_url, pg_schema, handle.job_id)
-            await winner.sweep()  # the lease expired: back to pending, a redelivery
+            await reclaim(database_url, pg_schema, winner, handle.job_id)
             won_consumer = winner.consumer(config)
             won = await won_consumer.next()
             assert won is not None and won.envelope.job_id == handle.job_id
@@ -122,8 +130,7 @@ async def test_the_fenced_ack_carries_a_small_result_in_its_notification_and_onl
         lost = await lost_consumer.next()
         assert lost is not None and lost.envelope.job_id == small.job_id
         await lost_consumer.stop()  # claims nothing more (its delivery can still be acked)
-        await expire_lease(database_url, pg_schema, small.job_id)
-        await winner.sweep()  # the lease expired: back to pending, a redelivery
+        await reclaim(database_url, pg_schema, winner, small.job_id)
         won = await won_consumer.next()
         assert won is not None and won.envelope.job_id == small.job_id
         waiting = [asyncio.create_task(small.result(timeout=30))]
