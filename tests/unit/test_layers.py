@@ -12,6 +12,7 @@ that re-exports its modules would otherwise be a cycle).
 from __future__ import annotations
 
 import ast
+import gc
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from functools import cache
@@ -141,6 +142,20 @@ def _inside(name: str) -> str | None:
     return name.removeprefix("queuey.") if name.startswith("queuey.") else None
 
 
+def parse(path: Path) -> ast.Module:
+    """``path``'s syntax tree. The garbage collector is off while it is built: on CPython 3.11
+    a collection inside ``ast.parse`` can run a finalizer that lets another thread compile
+    code, which resets the parser's shared recursion count ("AST constructor recursion depth
+    mismatch"), as threads left by earlier tests did."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), str(path))
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
     """The modules of the package that ``module`` imports, anywhere in its source."""
     targets: set[str] = set()
@@ -152,7 +167,7 @@ def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
         if inner is not None and inner != module:
             targets.add(inner)
 
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(parse(path)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name)

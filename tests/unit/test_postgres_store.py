@@ -239,12 +239,15 @@ def test_claimed_json_decodes_as_the_standard_library_does(text: str) -> None:
 def test_statements_are_rendered_once_without_their_comments() -> None:
     """Each statement is sent as text rendered once: quoted identifiers, no comment lines but
     the one naming it, and short enough for psycopg to cache the parsing of its placeholders
-    (statements of 4,096 bytes or more are parsed again on every execution)."""
+    (statements of 4,096 bytes or more are parsed again on every execution). The size bound is
+    for the statements run per job; the sweep's ``reclaim`` runs once per sweep, where a parse
+    (about 60 µs) does not count."""
     statements = Statements("bench_x", "queue_message")
-    for name in ("claim", "ack", "publish_job", "publish", "reclaim"):
+    for name in ("claim", "ack", "ack_results", "publish_job", "publish", "reclaim"):
         text = statements[name].as_string(None)
         lines = text.splitlines()
         assert lines[0] == f"-- queuey: {name}"
         assert not [line for line in lines[1:] if line.lstrip().startswith("--")]
         assert '"bench_x"."queue_message"' in text and "{table}" not in text
-        assert len(text.encode()) < psycopg_queries.MAX_CACHED_STATEMENT_LENGTH
+        if name != "reclaim":
+            assert len(text.encode()) < psycopg_queries.MAX_CACHED_STATEMENT_LENGTH, name

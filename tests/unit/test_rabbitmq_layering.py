@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import queuey
+from tests.unit.test_layers import LAYERS, parse
 
 SRC = Path(queuey.__file__).resolve().parent.parent
 
@@ -27,15 +28,11 @@ BELOW_BACKENDS = frozenset(
         "queuey.limits",
         "queuey.schedule",
         "queuey.progress",
-        "queuey.backends.base",
-        "queuey.backends.steps",
-        "queuey.backends._unclosed",
-        "queuey.backends._quiet",
         "queuey._extras",
         "queuey._text",
         "queuey._waits",
-        "queuey.backends._runs",
     }
+    | {f"queuey.{module}".rstrip(".") for module in LAYERS["contract"][0]}
 )
 """What a backend may import from queuey besides its own package: the vocabulary (with the one
 cut of error texts and ``first_of``), the credential redaction, the install hint for a missing
@@ -64,7 +61,7 @@ def imports_of(path: Path, module: str) -> set[str]:
     ``from a import b`` counts as ``a.b`` when that is a module, else as ``a``."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parse(path)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -58,6 +58,8 @@ def test_the_sync_twin_never_returns_a_coroutine() -> None:
         "job",
         "result",
         "enqueue_workflow",
+        "workflow",
+        "cancel_workflow",
     }
 
 

@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 import psycopg
+import pytest
 from click.testing import CliRunner
 from psycopg import sql
 
@@ -18,6 +19,8 @@ from queuey.backends.postgres import PostgresBackend
 from queuey.cli import main
 from queuey.workflows import chain, group
 from tests.integration.postgres.workflow_app import Count, Double, FlowQueues, Sum
+
+pytestmark = pytest.mark.postgres
 
 
 async def _cli(*args: str) -> Any:
