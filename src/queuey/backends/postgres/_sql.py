@@ -30,7 +30,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _NAME_LINE = re.compile(r"^-- (name|part): (\w+)\s*$", re.MULTILINE)
 _INDEXES = (
     "claim", "lease", "done", "expiry", "failed", "cancelled", "unique", "running", "starts",
-    "starts_age", "workflow", "pace_age",
+    "starts_age", "workflow", "pace_age", "pace_tat",
 )  # fmt: skip
 _PER_CALL = frozenset({"listen"})  # composed with an identifier known only when run
 

@@ -476,8 +476,9 @@ lim AS MATERIALIZED (
     CROSS JOIN clock AS c
     LEFT JOIN running AS run ON k.per IS NULL AND run.n = k.n AND run.key = k.key
     LEFT JOIN LATERAL (
-        SELECT greatest(max(f.tat), c.s) AS tat FROM {flow_pace} AS f
-        WHERE f.kind = %(kind)s AND f.queue = %(queue)s AND f.bucket = k.bucket AND f.key = k.key
+        SELECT greatest((SELECT f.tat FROM {flow_pace} AS f  -- one row: its primary key
+                         WHERE f.kind = %(kind)s AND f.queue = %(queue)s
+                           AND f.bucket = k.bucket AND f.key = k.key), c.s) AS tat
     ) AS p ON k.per IS NOT NULL
 ), ranked AS MATERIALIZED (
     SELECT k.id, k.n, k.by_key, r.room, k.per,
