@@ -191,6 +191,87 @@ WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM swept) >= 0;
 -- queue but says so (overridden), so that the claim runs again limited. One primary-key probe.
 EXISTS (SELECT 1 FROM {flow_set} WHERE kind = %(kind)s AND queue = %(queue)s)
 
+-- part: claim_priorities
+-- The priorities of a queue's pending rows, each with its first row in claim order (a loose
+-- index scan over the claim index, one probe per priority): where claim reads the due rows of
+-- each priority and limited_rows the newest due rows of each.
+priorities (priority, available_at, seq) AS (
+    (SELECT priority, available_at, seq FROM {table}
+     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+     ORDER BY priority DESC, available_at, seq LIMIT 1)
+    UNION ALL
+    SELECT first.* FROM priorities AS p
+    CROSS JOIN LATERAL (
+        SELECT t.priority, t.available_at, t.seq FROM {table} AS t
+        WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+          AND t.priority < p.priority
+        ORDER BY t.priority DESC, t.available_at, t.seq LIMIT 1
+    ) AS first
+)
+
+-- part: due_rows
+-- The due rows of one priority p (a row of claim_priorities) in claim order, locked, at most
+-- %(limit)s: the index range of that priority's rows due now, from the first pending row the
+-- loose scan found for it (claim explains why).
+SELECT id, redeliveries, priority, available_at, seq FROM {table}
+WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
+  AND priority = p.priority AND available_at <= now()
+  AND (available_at, seq) >= (p.available_at, p.seq)
+  AND (expires_at IS NULL OR expires_at > now())
+  AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+  AND (unique_states & 30 <> 18
+       OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
+                      WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
+ORDER BY available_at, seq
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- part: claim_set
+-- What a claim writes to each row it takes (the unique key released or held as '#running').
+SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
+    claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8),
+    unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL
+                      WHEN m.unique_states & 30 = 18 THEN m.unique_key || '#running'
+                      ELSE m.unique_key END
+
+-- part: claimed_columns
+-- The first columns a claim returns, named for the row factory that decodes them (_rows.py).
+m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority,
+m.payload::text AS payload, nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms
+
+-- part: next_due
+-- Seconds from now until the queue's next row scheduled for later falls due (NULL: none), one
+-- probe per priority present (priorities: claim_priorities).
+(SELECT extract(epoch FROM min(
+     (SELECT t.available_at FROM {table} AS t
+      WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
+        AND t.priority = p.priority AND t.available_at > now()
+        AND (%(job_types)s::text[] IS NULL OR t.job_type = ANY(%(job_types)s::text[]))
+      ORDER BY t.available_at LIMIT 1)) - now())::float8
+ FROM priorities AS p)
+
+-- part: claim_taken
+-- The end claim and claim_aged share: the rows of ranked (position = claim order) taken, a
+-- suspect only alone, and the next due time on a short claim (claim explains both).
+claimed AS (
+    UPDATE {table} AS m
+    {claim_set}
+    FROM ranked
+    WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
+    RETURNING {claimed_columns},
+              ranked.position, m.redeliveries,
+              greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
+), due AS (
+    SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
+                 AND NOT {paused_here}
+           THEN {next_due}
+           END AS due_in,
+           set_config('synchronous_commit', 'off', true) AS relaxed
+)
+SELECT claimed.*, due.due_in, NULL::bigint AS held_concurrency, NULL::bigint AS held_rate,
+       {set_here} AS overridden
+FROM due LEFT JOIN claimed ON true;
+
 -- name: claim
 -- Take up to %(limit)s due rows of one queue, skipping rows other workers hold. A row that
 -- already lost a lease (redeliveries > 0) may be killing its workers: it is claimed alone, and
@@ -234,34 +315,9 @@ EXISTS (SELECT 1 FROM {flow_set} WHERE kind = %(kind)s AND queue = %(queue)s)
 -- again (at-least-once), and any later durable commit, such as this worker's ack, flushes the log
 -- past it. This saves the wake-up path one disk flush (docs/benchmarks.md, round 4). Enqueues,
 -- acks and every other settle stay durable commits.
-WITH RECURSIVE priorities (priority, available_at, seq) AS (
-    (SELECT priority, available_at, seq FROM {table}
-     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-     ORDER BY priority DESC, available_at, seq LIMIT 1)
-    UNION ALL
-    SELECT first.* FROM priorities AS p
-    CROSS JOIN LATERAL (
-        SELECT t.priority, t.available_at, t.seq FROM {table} AS t
-        WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
-          AND t.priority < p.priority
-        ORDER BY t.priority DESC, t.available_at, t.seq LIMIT 1
-    ) AS first
-), picked AS (
+WITH RECURSIVE {claim_priorities}, picked AS (
     SELECT due_now.* FROM priorities AS p
-    CROSS JOIN LATERAL (
-        SELECT id, redeliveries, priority, available_at, seq FROM {table}
-        WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-          AND priority = p.priority AND available_at <= now()
-          AND (available_at, seq) >= (p.available_at, p.seq)
-          AND (expires_at IS NULL OR expires_at > now())
-          AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
-          AND (unique_states & 30 <> 18
-               OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
-                              WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
-        ORDER BY available_at, seq
-        LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED
-    ) AS due_now
+    CROSS JOIN LATERAL ({due_rows}) AS due_now
     WHERE NOT {paused_here} AND NOT {set_here}
     LIMIT %(limit)s
 ), ranked AS (
@@ -270,35 +326,7 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
            count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
     FROM picked
     WINDOW w AS (ORDER BY priority DESC, available_at, seq)
-), claimed AS (
-    UPDATE {table} AS m
-    SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
-        claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8),
-        unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL
-                          WHEN m.unique_states & 30 = 18 THEN m.unique_key || '#running'
-                          ELSE m.unique_key END
-    FROM ranked
-    WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
-    RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority,
-              m.payload::text AS payload, nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
-              ranked.position, m.redeliveries,
-              greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
-), due AS (
-    SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
-                 AND NOT {paused_here}
-           THEN (SELECT extract(epoch FROM min(
-                    (SELECT t.available_at FROM {table} AS t
-                     WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
-                       AND t.priority = p.priority AND t.available_at > now()
-                       AND (%(job_types)s::text[] IS NULL OR t.job_type = ANY(%(job_types)s::text[]))
-                     ORDER BY t.available_at LIMIT 1)) - now())::float8
-                 FROM priorities AS p)
-           END AS due_in,
-           set_config('synchronous_commit', 'off', true) AS relaxed
-)
-SELECT claimed.*, due.due_in, NULL::bigint AS held_concurrency, NULL::bigint AS held_rate,
-       {set_here} AS overridden
-FROM due LEFT JOIN claimed ON true;
+), {claim_taken}
 
 -- name: claim_aged
 -- The claim of a queue with priority aging (Queue(priority_aging=...)) and no flow limits: as
@@ -307,34 +335,9 @@ FROM due LEFT JOIN claimed ON true;
 -- insertion. Within one priority the oldest row ranks highest, so the first %(limit)s due rows
 -- of each priority present (the same index ranges as claim's, each locked) hold the
 -- %(limit)s best ranked; those not taken are unlocked when the statement commits.
-WITH RECURSIVE priorities (priority, available_at, seq) AS (
-    (SELECT priority, available_at, seq FROM {table}
-     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-     ORDER BY priority DESC, available_at, seq LIMIT 1)
-    UNION ALL
-    SELECT first.* FROM priorities AS p
-    CROSS JOIN LATERAL (
-        SELECT t.priority, t.available_at, t.seq FROM {table} AS t
-        WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
-          AND t.priority < p.priority
-        ORDER BY t.priority DESC, t.available_at, t.seq LIMIT 1
-    ) AS first
-), picked AS (
+WITH RECURSIVE {claim_priorities}, picked AS (
     SELECT due_now.* FROM priorities AS p
-    CROSS JOIN LATERAL (
-        SELECT id, redeliveries, priority, available_at, seq FROM {table}
-        WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-          AND priority = p.priority AND available_at <= now()
-          AND (available_at, seq) >= (p.available_at, p.seq)
-          AND (expires_at IS NULL OR expires_at > now())
-          AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
-          AND (unique_states & 30 <> 18
-               OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
-                              WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
-        ORDER BY available_at, seq
-        LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED
-    ) AS due_now
+    CROSS JOIN LATERAL ({due_rows}) AS due_now
     WHERE NOT {paused_here} AND NOT {set_here}
 ), aged AS (
     SELECT c.*,
@@ -349,35 +352,7 @@ WITH RECURSIVE priorities (priority, available_at, seq) AS (
            count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
     FROM aged
     WINDOW w AS (ORDER BY rank DESC, available_at, seq)
-), claimed AS (
-    UPDATE {table} AS m
-    SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
-        claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8),
-        unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL
-                          WHEN m.unique_states & 30 = 18 THEN m.unique_key || '#running'
-                          ELSE m.unique_key END
-    FROM ranked
-    WHERE m.id = ranked.id AND (ranked.position = 1 OR ranked.suspects = 0)
-    RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority,
-              m.payload::text AS payload, nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
-              ranked.position, m.redeliveries,
-              greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
-), due AS (
-    SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
-                 AND NOT {paused_here}
-           THEN (SELECT extract(epoch FROM min(
-                    (SELECT t.available_at FROM {table} AS t
-                     WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
-                       AND t.priority = p.priority AND t.available_at > now()
-                       AND (%(job_types)s::text[] IS NULL OR t.job_type = ANY(%(job_types)s::text[]))
-                     ORDER BY t.available_at LIMIT 1)) - now())::float8
-                 FROM priorities AS p)
-           END AS due_in,
-           set_config('synchronous_commit', 'off', true) AS relaxed
-)
-SELECT claimed.*, due.due_in, NULL::bigint AS held_concurrency, NULL::bigint AS held_rate,
-       {set_here} AS overridden
-FROM due LEFT JOIN claimed ON true;
+), {claim_taken}
 
 -- name: claim_lock
 -- The first statement of a limited claim's transaction (claim_limited is the second): claims of
@@ -385,27 +360,9 @@ FROM due LEFT JOIN claimed ON true;
 -- it started (its own snapshot is taken after this lock is granted).
 SELECT pg_advisory_xact_lock(hashtextextended(%(kind)s || ':' || %(queue)s, 29));
 
--- part: limited_priorities
--- The priorities of a limited queue's pending rows, each with its first row in claim order (a
--- loose index scan over the claim index, as in claim): where limited_rows reads the newest
--- due rows of each priority.
-priorities (priority, available_at, seq) AS (
-    (SELECT priority, available_at, seq FROM {table}
-     WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-     ORDER BY priority DESC, available_at, seq LIMIT 1)
-    UNION ALL
-    SELECT first.* FROM priorities AS p
-    CROSS JOIN LATERAL (
-        SELECT t.priority, t.available_at, t.seq FROM {table} AS t
-        WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
-          AND t.priority < p.priority
-        ORDER BY t.priority DESC, t.available_at, t.seq LIMIT 1
-    ) AS first
-)
-
 -- part: limited_rows
 -- The CTEs claim_limited and flow_held share (a part is never run alone, and follows
--- limited_priorities): the limits (lim), the rows considered (cand: the oldest %(scan)s due rows
+-- claim_priorities): the limits (lim), the rows considered (cand: the oldest %(scan)s due rows
 -- in claim order and the newest %(tail)s due rows of each priority, so that rows enqueued
 -- behind a long backlog of full keys are seen at once), each one's key under each limit (keyed), what each key holds
 -- (running, room), the rows each keyed limit admits (ranked, verdict, keyed_ok) and each whole
@@ -530,7 +487,7 @@ lim AS MATERIALIZED (
 -- held_concurrency, held_rate (on every row): how many of the due rows considered a limit of
 -- that kind held back (a row held by both kinds counts in both), for the throttle metrics.
 -- Otherwise as claim (suspects claimed alone, unique keys, a paused queue yields nothing).
-WITH RECURSIVE {limited_priorities}, {limited_rows}, picked AS (
+WITH RECURSIVE {claim_priorities}, {limited_rows}, picked AS (
     SELECT c.id, c.redeliveries, c.priority, c.available_at, c.seq, c.turn
     FROM keyed_ok AS c
     LEFT JOIN (SELECT DISTINCT w.id FROM whole AS w WHERE w.turn > w.room) AS over
@@ -546,16 +503,11 @@ WITH RECURSIVE {limited_priorities}, {limited_rows}, picked AS (
     WINDOW w AS (ORDER BY turn, priority DESC, available_at, seq)
 ), claimed AS (
     UPDATE {table} AS m
-    SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
-        claimed_by = %(owner)s, lease_until = now() + make_interval(secs => %(lease)s::float8),
-        unique_key = CASE WHEN m.unique_states & 2 = 0 THEN NULL
-                          WHEN m.unique_states & 30 = 18 THEN m.unique_key || '#running'
-                          ELSE m.unique_key END
+    {claim_set}
     FROM ordered
     WHERE m.id = ordered.id AND m.status = 'pending'
       AND (ordered.position = 1 OR ordered.suspects = 0)
-    RETURNING m.id::text AS id, m.job_type, m.attempts, m.deferrals, m.priority,
-              m.payload::text AS payload, nullif(m.headers::text, '{{}}') AS headers, m.published_by, m.enqueued_at_ms,
+    RETURNING {claimed_columns},
               ordered.position, m.redeliveries,
               greatest(extract(epoch FROM now() - m.available_at), 0)::float8 AS waited
 ), taken AS (
@@ -577,13 +529,7 @@ WITH RECURSIVE {limited_priorities}, {limited_rows}, picked AS (
     SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
                  AND NOT {paused_here}
            THEN least(
-               (SELECT extract(epoch FROM min(
-                    (SELECT t.available_at FROM {table} AS t
-                     WHERE t.status = 'pending' AND t.kind = %(kind)s AND t.queue = %(queue)s
-                       AND t.priority = p.priority AND t.available_at > now()
-                       AND (%(job_types)s::text[] IS NULL OR t.job_type = ANY(%(job_types)s::text[]))
-                     ORDER BY t.available_at LIMIT 1)) - now())::float8
-                FROM priorities AS p),
+               {next_due},
                (SELECT min(r.tat + greatest(r.room, 0) * r.spacing - r.tau) - min(c.s)
                 FROM room AS r CROSS JOIN clock AS c
                 WHERE r.per IS NOT NULL AND r.waiting > r.room),
@@ -598,7 +544,7 @@ FROM due CROSS JOIN held LEFT JOIN claimed ON true;
 -- name: flow_held
 -- Read-only (queuey status): how many due rows of a queue with flow limits the limits hold back
 -- now, per kind, counted as claim_limited counts them (among the oldest %(scan)s due rows).
-WITH RECURSIVE {limited_priorities}, {limited_rows}
+WITH RECURSIVE {claim_priorities}, {limited_rows}
 SELECT held_concurrency, held_rate FROM held;
 
 -- name: flow_keys
@@ -608,7 +554,7 @@ SELECT held_concurrency, held_rate FROM held;
 -- its cap, the starts it may make now (room), the rows it holds back, and, for a rate limit with
 -- no room, the seconds until its pace allows the next start. Keys holding rows back first, at
 -- most 200.
-WITH RECURSIVE {limited_priorities}, {limited_rows}
+WITH RECURSIVE {claim_priorities}, {limited_rows}
 SELECT r.n, r.key, r.per IS NULL AS capped, l.cap, r.waiting::int AS waiting,
        CASE WHEN r.per IS NULL THEN l.cap - r.room END::int AS running,
        greatest(r.room, 0)::int AS room,
