@@ -209,6 +209,16 @@ priorities (priority, available_at, seq) AS (
     ) AS first
 )
 
+-- part: claimable
+-- Whether a due pending row may be claimed: not expired, of the job types asked for (NULL:
+-- any), and not a debounced successor while its key is held as '#running' (claim explains the
+-- probe).
+(expires_at IS NULL OR expires_at > now())
+AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
+AND (unique_states & 30 <> 18
+     OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
+                    WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
+
 -- part: due_rows
 -- The due rows of one priority p (a row of claim_priorities) in claim order, locked, at most
 -- %(limit)s: the index range of that priority's rows due now, from the first pending row the
@@ -217,11 +227,7 @@ SELECT id, redeliveries, priority, available_at, seq FROM {table}
 WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
   AND priority = p.priority AND available_at <= now()
   AND (available_at, seq) >= (p.available_at, p.seq)
-  AND (expires_at IS NULL OR expires_at > now())
-  AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
-  AND (unique_states & 30 <> 18
-       OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
-                      WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
+  AND {claimable}
 ORDER BY available_at, seq
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
@@ -383,11 +389,7 @@ lim AS MATERIALIZED (
     SELECT DISTINCT ON (d.id) d.* FROM (
         (SELECT id, job_type, payload, redeliveries, priority, available_at, seq FROM {table}
         WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
-          AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
-          AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
-          AND (unique_states & 30 <> 18
-               OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
-                              WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
+          AND available_at <= now() AND {claimable}
           AND NOT {paused_here}
         ORDER BY priority DESC, available_at, seq
         LIMIT %(scan)s)
@@ -396,11 +398,7 @@ lim AS MATERIALIZED (
             SELECT id, job_type, payload, redeliveries, priority, available_at, seq FROM {table}
             WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s
               AND priority = p.priority
-              AND available_at <= now() AND (expires_at IS NULL OR expires_at > now())
-              AND (%(job_types)s::text[] IS NULL OR job_type = ANY(%(job_types)s::text[]))
-              AND (unique_states & 30 <> 18
-                   OR NOT EXISTS (SELECT 1 FROM {table} AS h  -- OFFSET 0: probed by key, never hashed
-                                  WHERE h.unique_key = {table}.unique_key || '#running' OFFSET 0))
+              AND available_at <= now() AND {claimable}
               AND NOT {paused_here}
             ORDER BY available_at DESC, seq DESC
             LIMIT %(tail)s
@@ -686,6 +684,31 @@ WITH given AS (
 SELECT id::text FROM settled
 WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
 
+-- part: fed_counts
+-- A waiting workflow step fed by parents completed now (fed: child, n parents, inputs by
+-- position): its parents left and inputs updated, released (pending, due now) at zero.
+parents_left = c.parents_left - fed.n,
+inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
+status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
+available_at = now()
+
+-- part: step_payload
+-- A released step's payload: its step with the inputs in position order (migration 0014).
+payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
+    '__queuey_step__', c.step || jsonb_build_object('inputs', (
+        SELECT jsonb_agg(x.value ORDER BY x.key::int)
+        FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
+
+-- part: released_steps
+-- The body of a released CTE: the waiting steps fed (fed_counts, step_payload), returning each
+-- one's queue and status.
+UPDATE {table} AS c
+SET {fed_counts},
+    {step_payload}
+FROM fed
+WHERE c.id = fed.child AND c.status = 'waiting'
+RETURNING c.queue, c.status
+
 -- part: ack_results_done
 -- The fenced successes of ack_results and ack_fan_out (acked, done, woke): each row's result
 -- written and announced; fan: a fan-out result's list of jobs (queuey.fan_out), else NULL.
@@ -732,18 +755,7 @@ WITH {ack_results_done}, fed AS (
 ), unlinked AS (
     DELETE FROM {workflow_edges} AS e USING done WHERE e.parent = done.id
 ), released AS (
-    UPDATE {table} AS c
-    SET parents_left = c.parents_left - fed.n,
-        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
-        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
-        available_at = now(),
-        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
-            '__queuey_step__', c.step || jsonb_build_object('inputs', (
-                SELECT jsonb_agg(x.value ORDER BY x.key::int)
-                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
-    FROM fed
-    WHERE c.id = fed.child AND c.status = 'waiting'
-    RETURNING c.queue, c.status
+    {released_steps}
 ), batch_ended AS (
     SELECT batch, true AS ok FROM done
 ), {batch_release}, ready AS (
@@ -797,16 +809,10 @@ WITH {ack_results_done}, fanned AS (
     DELETE FROM {workflow_edges} AS e USING done WHERE e.parent = done.id
 ), released AS (
     UPDATE {table} AS c
-    SET parents_left = c.parents_left - fed.n,
-        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
-        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
-        available_at = now(),
+    SET {fed_counts},
         step = CASE WHEN fed.spawned IS NULL THEN c.step
                     ELSE c.step || jsonb_build_object('parents', fed.spawned) END,
-        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
-            '__queuey_step__', c.step || jsonb_build_object('inputs', (
-                SELECT jsonb_agg(x.value ORDER BY x.key::int)
-                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
+        {step_payload}
     FROM fed
     WHERE c.id = fed.child AND c.status = 'waiting'
     RETURNING c.queue, c.status
@@ -900,18 +906,7 @@ doomed AS (
     FROM (SELECT DISTINCT ON (id) id, cause, error FROM doomed ORDER BY id, cause) AS d
     WHERE c.id = d.id AND c.status = 'waiting'
 ), released AS (
-    UPDATE {table} AS c
-    SET parents_left = c.parents_left - fed.n,
-        inputs = coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs,
-        status = CASE WHEN c.parents_left - fed.n <= 0 THEN 'pending' ELSE 'waiting' END,
-        available_at = now(),
-        payload = CASE WHEN c.parents_left - fed.n > 0 THEN c.payload ELSE json_build_object(
-            '__queuey_step__', c.step || jsonb_build_object('inputs', (
-                SELECT jsonb_agg(x.value ORDER BY x.key::int)
-                FROM jsonb_each(coalesce(c.inputs, '{{}}'::jsonb) || fed.inputs) AS x))) END
-    FROM fed
-    WHERE c.id = fed.child AND c.status = 'waiting'
-    RETURNING c.queue, c.status
+    {released_steps}
 
 -- name: dead_letter
 -- Dead letter, fenced (as ack): failed rows stay for a person, with the reason and the failed
