@@ -31,7 +31,8 @@ Record = Callable[[Sequence[str], Sequence[int]], Awaitable[set[str]]]
 
 RecordResults = Callable[[Sequence[str], Sequence[int], Sequence[str | None]], Awaitable[set[str]]]
 """As ``Record``, each row with its result (JSON text, ``None`` for none) written by the same
-statement: for a batch in which some ack carries a result."""
+statement: for a batch in which some ack carries a result or is a workflow step's (that
+statement also releases the steps waiting on the rows)."""
 
 
 class LostClaimError(BackendError):
@@ -52,25 +53,30 @@ class AckBatch:
     def __init__(self, record: Record, record_results: RecordResults | None = None) -> None:
         self._record = record
         self._record_results = record_results
-        self._pending: list[tuple[str, int, asyncio.Future[bool], str | None]] = []
+        self._pending: list[tuple[str, int, asyncio.Future[bool], str | None, bool]] = []
         self._flusher: asyncio.Task[None] | None = None
 
-    async def ack(self, row_id: str, attempts: int, result: str | None = None) -> None:
+    async def ack(
+        self, row_id: str, attempts: int, result: str | None = None, feeds: bool = False
+    ) -> None:
         """Record the success of ``row_id``'s run number ``attempts``, with ``result`` (JSON
-        text) written by the same fenced statement when given.
+        text) written by the same fenced statement when given; ``feeds``: the row is a workflow
+        step, whose success may release the steps after it (recorded as a result is).
 
         Raises:
             LostClaimError: the fence failed (the row was reclaimed and claimed again).
             BackendError: the statement failed; the row will be redelivered after its lease.
         """
-        if not await self.submit(row_id, attempts, result):
+        if not await self.submit(row_id, attempts, result, feeds):
             raise lost_claim(row_id)
 
-    def submit(self, row_id: str, attempts: int, result: str | None = None) -> asyncio.Future[bool]:
+    def submit(
+        self, row_id: str, attempts: int, result: str | None = None, feeds: bool = False
+    ) -> asyncio.Future[bool]:
         """``ack`` without its coroutine: the future is true once the ack is recorded, false
         when the fence failed; it fails with ``BackendError`` when the statement failed."""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._pending.append((row_id, attempts, future, result))
+        self._pending.append((row_id, attempts, future, result, feeds))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
         return future
@@ -91,7 +97,8 @@ class AckBatch:
             batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
             try:
                 ids, attempts = [b[0] for b in batch], [b[1] for b in batch]
-                if self._record_results is not None and any(b[3] is not None for b in batch):
+                feeding = any(b[3] is not None or b[4] for b in batch)
+                if self._record_results is not None and feeding:
                     results = [b[3] for b in batch]
                     recorded = await self._record_results(ids, attempts, results)
                 else:
@@ -100,13 +107,13 @@ class AckBatch:
                 self._pending = batch + self._pending
                 raise
             except BackendError as exc:
-                for row_id, _, future, _ in batch:
+                for row_id, _, future, _, _ in batch:
                     if not future.done():
                         future.set_exception(
                             BackendError(f"could not record outcome of job {row_id}: {exc}")
                         )
                 continue
-            for row_id, _, future, _ in batch:
+            for row_id, _, future, _, _ in batch:
                 if not future.done():
                     future.set_result(row_id in recorded)
 
@@ -117,7 +124,7 @@ class AckBatch:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._flusher
         pending, self._pending = self._pending, []
-        for row_id, _, future, _ in pending:
+        for row_id, _, future, _, _ in pending:
             if not future.done():
                 future.set_exception(
                     BackendError(f"job {row_id}: the backend closed before its ack was recorded")

@@ -3,9 +3,10 @@ batch's outcomes in one statement (``settle_batch``, ``BatchSettling``).
 
 Every row of the statement is fenced as a single settle is (this owner, the attempt it ran, no
 cancel asked for). A row the statement did not record (its claim lost, its cancel asked for, a
-retry of a unique job or a dead letter of a workflow step, which their own statements handle,
-or every row when the statement failed) is left to the worker, which settles it one by one:
-the single-job path then tells a lost claim from a cancel exactly as for any job.
+retry of a unique job, or a success or dead letter of a workflow step, which their own
+statements handle, or every row when the statement failed) is left to the worker, which
+settles it one by one: the single-job path then tells a lost claim from a cancel exactly as
+for any job.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from queuey.backends.base import Delivery
 from queuey.backends.postgres._consumer import PgConsumer
 from queuey.backends.postgres._delivery import PgDelivery, failure_json
 from queuey.backends.postgres._settles import BatchRow
+from queuey.backends.steps import WORKFLOW_HEADER
 from queuey.errors import BackendError
 
 __all__ = ["BatchingConsumer", "batch_row"]
@@ -29,11 +31,12 @@ log = logging.getLogger("queuey.postgres")
 
 def batch_row(delivery: PgDelivery, outcome: Outcome) -> BatchRow | None:
     """The ``settle_batch`` row of ``outcome``, or ``None`` for one it does not record (a
-    success carrying a result, a cancellation, a lost lease)."""
+    success carrying a result or of a workflow step, whose ``ack_results`` releases the steps
+    waiting on it; a cancellation, a lost lease)."""
     envelope = delivery.envelope
     attempt = envelope.attempt
     match outcome:
-        case Ack(result=None):
+        case Ack(result=None) if WORKFLOW_HEADER not in envelope.headers:
             return (envelope.job_id, attempt, "done", 0, 0, 0, 0.0, None, None)
         case RetryAfter(envelope=then, delay=delay, error=error, exception=exception):
             failure = failure_json(AttemptError.of(attempt, exception, error))

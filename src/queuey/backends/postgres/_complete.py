@@ -82,12 +82,15 @@ class Completer:
         """Rows just claimed: keep their leases alive until they are settled."""
         self.held.update(row_ids)
 
-    async def ack(self, row_id: str, attempts: int, result: str | None = None) -> None:
+    async def ack(
+        self, row_id: str, attempts: int, result: str | None = None, feeds: bool = False
+    ) -> None:
         """Record the success of ``row_id``'s run ``attempts`` (batched with other acks), with
         its ``result`` (JSON text) when given, written and announced by the same fenced
-        statement."""
+        statement; ``feeds``: the row is a workflow step (``ack_results`` then records it
+        even without a result, releasing the steps waiting on it)."""
         try:
-            if not await self._acks.submit(row_id, attempts, result):  # one frame less per job
+            if not await self._acks.submit(row_id, attempts, result, feeds):  # one frame less
                 refusal = self._refused.pop(row_id, None)
                 if refusal is not None:
                     raise refusal
@@ -126,8 +129,8 @@ class Completer:
         attempts: Sequence[int],
         results: Sequence[str | None] | None,
     ) -> Awaitable[set[str]]:
-        """The plain ``ack``, or ``ack_results`` when some ack of the batch carries a result,
-        on ``store`` (the pool's, or the connection of a recovery)."""
+        """The plain ``ack``, or ``ack_results`` when some ack of the batch carries a result or
+        is a workflow step's, on ``store`` (the pool's, or the connection of a recovery)."""
         if results is None:
             return store.ack(ids, attempts)
         return store.ack_results(ids, attempts, results, self._results_channel)

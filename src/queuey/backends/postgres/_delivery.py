@@ -25,6 +25,7 @@ from queuey.backends.postgres._complete import Completer
 from queuey.backends.postgres._pool import Connection
 from queuey.backends.postgres._rows import Claim
 from queuey.backends.postgres._store import Store
+from queuey.backends.steps import WORKFLOW_HEADER
 from queuey.envelope import Envelope
 from queuey.errors import BackendError
 from queuey.progress import Progress
@@ -171,7 +172,8 @@ class PgDelivery:
         self._begin()
         try:
             if not self._completed:  # _fenced inlined: one coroutine frame less per job
-                await self._consumer.completer.ack(envelope.job_id, envelope.attempt, result)
+                feeds = WORKFLOW_HEADER in envelope.headers  # steps may wait on it
+                await self._consumer.completer.ack(envelope.job_id, envelope.attempt, result, feeds)
         except LostClaimError:
             raise await self._refusal() from None
         finally:
