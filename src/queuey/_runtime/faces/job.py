@@ -117,13 +117,6 @@ class JobFace:
             DuplicateHandlerError: ``job_type`` already has a handler.
             ConfigError: plain handlers run in processes and ``target`` does not pickle.
         """
-        queue = (
-            job_type.job_queue()
-            if isinstance(job_type, type) and issubclass(job_type, Job)
-            else None
-        )
-        if queue is None or queue.queue_set is not self._queue_set:
-            raise TypeError(f"{job_type!r} is not a job of {self._queue_set.__name__}")
         name = self._free_name(job_type)
         entry = make_entry(job_type, target)
         if self._in_processes:
