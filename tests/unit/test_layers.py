@@ -66,6 +66,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "backends._unclosed",
             "backends._quiet",
             "backends._runs",
+            "backends._waiters",
             "backends.steps",
             "backends.batches",
             "backends.dashboard_store",

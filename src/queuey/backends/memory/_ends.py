@@ -4,9 +4,7 @@ so they pass in virtual time under looptime."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-
+from queuey.backends._waiters import Waiting, await_end, waiter
 from queuey.backends.base import JobEnd
 
 __all__ = ["TERMINAL", "Ends"]
@@ -19,7 +17,7 @@ class Ends:
     """The futures of the callers waiting for each job to end."""
 
     def __init__(self) -> None:
-        self._waiting: dict[str, list[asyncio.Future[JobEnd]]] = {}
+        self._waiting: Waiting = {}
 
     def __contains__(self, job_id: str) -> bool:
         return job_id in self._waiting
@@ -32,17 +30,4 @@ class Ends:
 
     async def wait(self, job_id: str, timeout: float | None) -> JobEnd | None:
         """Wait for ``ended(job_id, ...)``; ``None`` after ``timeout`` seconds."""
-        future: asyncio.Future[JobEnd] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(job_id, []).append(future)
-        try:
-            async with asyncio.timeout(timeout):
-                return await future
-        except TimeoutError:
-            return None
-        finally:
-            waiters = self._waiting.get(job_id)
-            if waiters is not None:
-                with contextlib.suppress(ValueError):
-                    waiters.remove(future)
-                if not waiters:
-                    del self._waiting[job_id]
+        return await await_end(self._waiting, job_id, waiter(self._waiting, job_id), timeout)

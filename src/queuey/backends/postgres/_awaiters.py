@@ -24,6 +24,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable
 from typing import cast
 
+from queuey.backends._waiters import Waiting, await_end, waiter
 from queuey.backends.base import JobEnd, JobState
 from queuey.backends.postgres._outage import Outage
 from queuey.backends.postgres._rows import EndRow
@@ -59,7 +60,7 @@ class Awaiters:
         self._listening = listening
         self._outage = outage
         self._poll_interval = poll_interval
-        self._waiting: dict[str, list[asyncio.Future[JobEnd]]] = {}
+        self._waiting: Waiting = {}
         self._unread: set[str] = set()
         self._reader: asyncio.Task[None] | None = None
 
@@ -75,25 +76,9 @@ class Awaiters:
         Raises:
             UnknownJobError: there is no such row.
         """
-        future: asyncio.Future[JobEnd] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(job_id, []).append(future)
+        future = waiter(self._waiting, job_id)
         self._read([job_id])
-        try:
-            async with asyncio.timeout(timeout):
-                return await future
-        except TimeoutError:
-            return None
-        finally:
-            self._forget(job_id, future)
-
-    def _forget(self, job_id: str, future: asyncio.Future[JobEnd]) -> None:
-        futures = self._waiting.get(job_id)
-        if futures is None:
-            return
-        with contextlib.suppress(ValueError):
-            futures.remove(future)
-        if not futures:
-            del self._waiting[job_id]
+        return await await_end(self._waiting, job_id, future, timeout)
 
     def notified(self, payload: str) -> None:
         """A job ended (``payload``: its id, then a space and its result when ``ack_results``
