@@ -11,13 +11,12 @@ its audit row and its notification commit together.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
 from typing import Any, TypeVar
 
 from psycopg import sql
-from psycopg.rows import class_row
 from psycopg_pool import AsyncConnectionPool
 
 from queuey.backends import dashboard_store as rows
@@ -37,6 +36,7 @@ from queuey.backends.dashboard_store import (
 )
 from queuey.backends.postgres._cancel import cancel_channel
 from queuey.backends.postgres._dashboard_flow import FlowActions
+from queuey.backends.postgres._dashboard_reads import StatementReads
 from queuey.backends.postgres._errors import database_errors
 from queuey.backends.postgres._rows import attempt_errors
 from queuey.backends.postgres._sql import Statements, check_identifier, statement_texts
@@ -71,7 +71,7 @@ def dashboard_names(schema: str, table: str) -> dict[str, sql.Composable]:
     return names
 
 
-class PgDashboardStore(FlowActions, DashboardWorkflows):
+class PgDashboardStore(StatementReads, FlowActions, DashboardWorkflows):
     """What the dashboard reads and does, on one queuey table (a ``DashboardStore``).
 
     Args:
@@ -376,20 +376,3 @@ class PgDashboardStore(FlowActions, DashboardWorkflows):
         if token is not None and not found:
             raise ConfirmationGone(token)
         return count
-
-    # -- plumbing ----------------------------------------------------------------------------
-
-    async def _rows(self, name: str, params: Mapping[str, Any], row: type[_R]) -> list[_R]:
-        await self.open()
-        with database_errors():
-            async with self._pool.connection() as conn:
-                async with conn.cursor(row_factory=class_row(row)) as cursor:
-                    await cursor.execute(self._statements[name], params)
-                    return await cursor.fetchall()
-
-    async def _execute(self, name: str, params: Mapping[str, Any]) -> Sequence[tuple[Any, ...]]:
-        await self.open()
-        with database_errors():
-            async with self._pool.connection() as conn:
-                cursor = await conn.execute(self._statements[name], params)
-                return await cursor.fetchall() if cursor.description else []

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
-from psycopg.rows import class_row
+from psycopg import sql
+from psycopg.rows import AsyncRowFactory, class_row
 
 from queuey.backends.flow_view import FlowKey, FlowQueue, LimitsSet
-from queuey.backends.postgres._errors import database_errors
 from queuey.backends.postgres._flow import limited_claim, limits_json
 from queuey.backends.postgres._sql import Statements
 from queuey.limits import LimitSpec, shown_limits
@@ -31,6 +31,13 @@ class _Runs(Protocol):
     _pool: Any
 
     async def _rows(self, name: str, params: Mapping[str, Any], row: type[_R]) -> list[_R]: ...
+
+    async def _fetch(
+        self,
+        statement: sql.SQL | sql.Composed,
+        params: Mapping[str, Any],
+        rows: AsyncRowFactory[_R],
+    ) -> list[_R]: ...
 
     async def _execute(self, name: str, params: Mapping[str, Any]) -> Sequence[tuple[Any, ...]]: ...
 
@@ -102,12 +109,7 @@ class FlowActions:
             params: dict[str, Any] = {"kind": row.kind, "queue": row.queue, "app": None}
             params["job_types"] = None
             params |= limited_claim(()) | {"limits": row.declared}  # the claim's own
-            await self.open()
-            with database_errors():
-                async with self._pool.connection() as conn:
-                    async with conn.cursor(row_factory=class_row(FlowKey)) as cursor:
-                        await cursor.execute(statement, params)
-                        keys = tuple(await cursor.fetchall())
+            keys = tuple(await self._fetch(statement, params, class_row(FlowKey)))
             view = FlowQueue(row.kind, row.queue, row.shown, row.source, row.paused)
             views.append(replace(view, keys=keys))
         return views

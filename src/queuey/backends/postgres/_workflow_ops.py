@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from psycopg import AsyncConnection
-from psycopg.rows import TupleRow, dict_row, tuple_row
+from psycopg import AsyncConnection, sql
+from psycopg.rows import AsyncRowFactory, TupleRow, dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from queuey._validation import check_int
@@ -144,6 +144,9 @@ class DashboardWorkflows:
     _checks: Statements
     cancel_channel: str
     open: Callable[[], Awaitable[None]]
+    _fetch: Callable[
+        [sql.SQL | sql.Composed, Mapping[str, Any], AsyncRowFactory[Any]], Awaitable[list[Any]]
+    ]
 
     async def workflow(self, job_id: str) -> WorkflowInfo | None:
         """The workflow of job ``job_id`` (a UUID string; or a workflow id) step by step;
@@ -154,12 +157,7 @@ class DashboardWorkflows:
             BackendError: the database failed.
         """
         params = {"id": parse_id(job_id)}
-        await self.open()
-        with database_errors():
-            async with self._pool.connection() as conn:
-                cursor = conn.cursor(row_factory=dict_row)
-                await cursor.execute(self._checks["workflow_steps"], params)
-                return info_of(await cursor.fetchall())
+        return info_of(await self._fetch(self._checks["workflow_steps"], params, dict_row))
 
     async def workflow_of(self, job_id: str) -> str | None:
         """The id of the workflow job ``job_id`` (a UUID string) is a step of; ``None`` when
