@@ -144,11 +144,7 @@ class Scheduler:
             return
         log.info(
             "schedule %s: %s (%s) becomes %s (%s) from its next slot",
-            record.name,
-            record.expression,
-            record.tz,
-            entry.plan.timing.expression(),
-            entry.plan.timing.tz,
+            *_declared(record, entry),
             extra={"schedule": record.name},
         )
         last_job = record.last_job_id
@@ -191,11 +187,7 @@ class Scheduler:
         log.warning(
             "schedule %s: another worker declared it %s (%s) since; this worker's %s (%s) "
             "fires nothing of it until it is restarted",
-            record.name,
-            record.expression,
-            record.tz,
-            entry.plan.timing.expression(),
-            entry.plan.timing.tz,
+            *_declared(record, entry),
             extra={"schedule": record.name},
         )
 
@@ -323,3 +315,10 @@ async def running(scheduler: Scheduler | None) -> AsyncIterator[None]:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def _declared(record: ScheduleRecord, entry: Entry) -> tuple[str, str, str, str, str]:
+    """For a log line: the schedule's name, the timing (expression, zone) the table holds and
+    the one this worker declares."""
+    timing = entry.plan.timing
+    return record.name, record.expression, record.tz, timing.expression(), timing.tz
