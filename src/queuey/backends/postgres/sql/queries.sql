@@ -232,6 +232,19 @@ ORDER BY available_at, seq
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
+-- part: due_now
+-- The due rows of every priority present (claim_priorities, due_rows), none while the queue is
+-- paused or its limits are set at run time (then claim_limited claims it).
+SELECT due_now.* FROM priorities AS p
+CROSS JOIN LATERAL ({due_rows}) AS due_now
+WHERE NOT {paused_here} AND NOT {set_here}
+
+-- part: suspects
+-- Each row's position in claim order (window w) and how many rows up to it lost a lease: a
+-- suspect is claimed alone (claim explains why).
+row_number() OVER w AS position,
+count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
+
 -- part: claim_set
 -- What a claim writes to each row it takes (the unique key released or held as '#running').
 SET status = 'running', attempts = m.attempts + 1, claimed_at = now(),
@@ -322,14 +335,11 @@ FROM due LEFT JOIN claimed ON true;
 -- past it. This saves the wake-up path one disk flush (docs/benchmarks.md, round 4). Enqueues,
 -- acks and every other settle stay durable commits.
 WITH RECURSIVE {claim_priorities}, picked AS (
-    SELECT due_now.* FROM priorities AS p
-    CROSS JOIN LATERAL ({due_rows}) AS due_now
-    WHERE NOT {paused_here} AND NOT {set_here}
+    {due_now}
     LIMIT %(limit)s
 ), ranked AS (
     SELECT id,
-           row_number() OVER w AS position,
-           count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
+           {suspects}
     FROM picked
     WINDOW w AS (ORDER BY priority DESC, available_at, seq)
 ), {claim_taken}
@@ -342,9 +352,7 @@ WITH RECURSIVE {claim_priorities}, picked AS (
 -- of each priority present (the same index ranges as claim's, each locked) hold the
 -- %(limit)s best ranked; those not taken are unlocked when the statement commits.
 WITH RECURSIVE {claim_priorities}, picked AS (
-    SELECT due_now.* FROM priorities AS p
-    CROSS JOIN LATERAL ({due_rows}) AS due_now
-    WHERE NOT {paused_here} AND NOT {set_here}
+    {due_now}
 ), aged AS (
     SELECT c.*,
            least(c.priority + floor(greatest(extract(epoch FROM now() - c.available_at), 0)
@@ -354,8 +362,7 @@ WITH RECURSIVE {claim_priorities}, picked AS (
     LIMIT %(limit)s
 ), ranked AS (
     SELECT id,
-           row_number() OVER w AS position,
-           count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
+           {suspects}
     FROM aged
     WINDOW w AS (ORDER BY rank DESC, available_at, seq)
 ), {claim_taken}
@@ -495,8 +502,7 @@ WITH RECURSIVE {claim_priorities}, {limited_rows}, picked AS (
     LIMIT %(limit)s
 ), ordered AS (
     SELECT id,
-           row_number() OVER w AS position,
-           count(*) FILTER (WHERE redeliveries > 0) OVER w AS suspects
+           {suspects}
     FROM picked
     WINDOW w AS (ORDER BY turn, priority DESC, available_at, seq)
 ), claimed AS (
@@ -869,6 +875,13 @@ WHERE id = %(id)s AND status = 'running' AND claimed_by = %(owner)s AND attempts
   AND cancel_requested_at IS NULL
 RETURNING status, (SELECT id::text FROM rival) AS rival;
 
+-- part: released_ready
+-- The queues of the workflow steps released (released: queue, status) woken on %(channel)s.
+ready AS (
+    SELECT pg_notify(%(channel)s, q.queue)
+    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
+)
+
 -- part: workflow_ended
 -- What follows the end of workflow steps that did not succeed (migration 0014), pasted into
 -- dead_letter, cancel, finish_cancel and reclaim after each one's gone CTE (id, workflow, error:
@@ -932,10 +945,7 @@ WITH RECURSIVE dead AS (
     -- A workflow step (migration 0014) failed for good.
     SELECT id, workflow, %(reason)s::text AS error FROM dead WHERE workflow IS NOT NULL
 ), {workflow_ended}
-), ready AS (
-    SELECT pg_notify(%(channel)s, q.queue)
-    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
-), batch_ended AS (
+), {released_ready}, batch_ended AS (
     SELECT batch, false AS ok FROM dead
 ), {batch_release}, {batch_wake}
 SELECT id FROM dead WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM ready) >= 0
@@ -1085,6 +1095,16 @@ WITH done AS (
 SELECT id FROM done
 WHERE (SELECT count(*) FROM woke) >= 0 AND (SELECT count(*) FROM batch_woke) >= 0;
 
+-- part: cancel_marked
+-- What a cancel writes to each row it targets (target: id, status, claimed_by; with m the row;
+-- error, which differs, is written beside it): a row that runs stays running, its cancel asked
+-- for (its worker stops it); any other ends cancelled now, its unique key released.
+status = CASE WHEN target.status = 'running' THEN 'running' ELSE 'cancelled' END,
+processed_at = CASE WHEN target.status = 'running' THEN NULL ELSE now() END,
+unique_key = CASE WHEN target.status = 'running' THEN m.unique_key END,
+cancel_requested_at = CASE WHEN target.status = 'running'
+                           THEN coalesce(m.cancel_requested_at, now()) END
+
 -- part: cancel_job
 -- Cancel one job (the `cancel` statement below and the dashboard's cancel, which adds its audit
 -- row after it): a pending row (due or scheduled) or a waiting workflow step becomes cancelled
@@ -1101,12 +1121,8 @@ target AS (
     FOR UPDATE
 ), cancelled AS (
     UPDATE {table} AS m
-    SET status = CASE WHEN target.status = 'running' THEN 'running' ELSE 'cancelled' END,
-        processed_at = CASE WHEN target.status = 'running' THEN NULL ELSE now() END,
-        error = CASE WHEN target.status = 'running' THEN m.error ELSE 'cancelled' END,
-        unique_key = CASE WHEN target.status = 'running' THEN m.unique_key END,
-        cancel_requested_at = CASE WHEN target.status = 'running'
-                                   THEN coalesce(m.cancel_requested_at, now()) END
+    SET {cancel_marked},
+        error = CASE WHEN target.status = 'running' THEN m.error ELSE 'cancelled' END
     FROM target
     WHERE m.id = target.id
     RETURNING target.status AS was, target.claimed_by AS owner, m.id, m.workflow, m.batch,
@@ -1150,10 +1166,7 @@ WITH RECURSIVE ended_run AS (
 ), gone AS (
     SELECT id, workflow, 'cancelled'::text AS error FROM ended_run WHERE workflow IS NOT NULL
 ), {workflow_ended}
-), ready AS (
-    SELECT pg_notify(%(channel)s, q.queue)
-    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
-), batch_ended AS (
+), {released_ready}, batch_ended AS (
     SELECT batch, false AS ok FROM ended_run
 ), {batch_release}, {batch_wake}
 SELECT id FROM ended_run
@@ -1183,6 +1196,17 @@ held AS (
     FOR NO KEY UPDATE SKIP LOCKED
 )
 
+-- part: lease_pushed
+-- A heartbeat's new lease for a row it extends: %(lease)s seconds from now.
+lease_until = now() + make_interval(secs => %(lease)s::float8)
+
+-- part: held_answer
+-- What a heartbeat returns (extended: the rows it pushed; held, free: held_rows): each row this
+-- owner still runs, with whether its cancel was asked for.
+SELECT id::text AS id, cancel_requested FROM extended
+UNION ALL
+SELECT id::text, cancel_requested FROM held WHERE id NOT IN (SELECT id FROM free)
+
 -- name: extend
 -- Heartbeat: push the lease of rows this owner still runs (held_rows: the free ones now);
 -- returns them, each with whether its cancel was asked for (a notification may have been
@@ -1190,14 +1214,12 @@ held AS (
 -- reclaimed after a stall).
 WITH {held_rows}, extended AS (
     UPDATE {table} AS m
-    SET lease_until = now() + make_interval(secs => %(lease)s::float8)
+    SET {lease_pushed}
     FROM free
     WHERE m.id = free.id AND m.status = 'running' AND m.claimed_by = %(owner)s
     RETURNING m.id, m.cancel_requested_at IS NOT NULL AS cancel_requested
 )
-SELECT id::text AS id, cancel_requested FROM extended
-UNION ALL
-SELECT id::text, cancel_requested FROM held WHERE id NOT IN (SELECT id FROM free);
+{held_answer};
 
 -- name: extend_progress
 -- The heartbeat of extend, carrying the last progress the handlers of some of the rows reported
@@ -1207,16 +1229,14 @@ WITH reported AS (
     SELECT * FROM unnest(%(progress_ids)s::uuid[], %(progress)s::text[]) AS r(id, progress)
 ), {held_rows}, extended AS (
     UPDATE {table} AS m
-    SET lease_until = now() + make_interval(secs => %(lease)s::float8),
+    SET {lease_pushed},
         progress = coalesce((SELECT r.progress::jsonb FROM reported AS r WHERE r.id = m.id),
                             m.progress)
     FROM free
     WHERE m.id = free.id AND m.status = 'running' AND m.claimed_by = %(owner)s
     RETURNING m.id, m.cancel_requested_at IS NOT NULL AS cancel_requested
 )
-SELECT id::text AS id, cancel_requested FROM extended
-UNION ALL
-SELECT id::text, cancel_requested FROM held WHERE id NOT IN (SELECT id FROM free);
+{held_answer};
 
 -- name: reclaim
 -- Rows whose lease expired go back to pending (a redelivery, not a handler failure), or to
@@ -1262,10 +1282,7 @@ RETURNING m.id, m.status, m.workflow, m.error, m.batch
     SELECT id, workflow, error FROM reclaimed
     WHERE workflow IS NOT NULL AND status IN ('failed', 'cancelled')
 ), {workflow_ended}
-), ready AS (
-    SELECT pg_notify(%(channel)s, q.queue)
-    FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
-), batch_ended AS (
+), {released_ready}, batch_ended AS (
     SELECT batch, false AS ok FROM reclaimed WHERE status IN ('failed', 'cancelled')
 ), {batch_release}, {batch_wake}
 SELECT id::text AS id, status FROM reclaimed
@@ -1655,12 +1672,8 @@ WITH target AS (
     FOR UPDATE
 ), cancelled AS (
     UPDATE {table} AS m
-    SET status = CASE WHEN target.status = 'running' THEN 'running' ELSE 'cancelled' END,
-        processed_at = CASE WHEN target.status = 'running' THEN NULL ELSE now() END,
-        error = CASE WHEN target.status = 'running' THEN m.error ELSE 'workflow cancelled' END,
-        unique_key = CASE WHEN target.status = 'running' THEN m.unique_key END,
-        cancel_requested_at = CASE WHEN target.status = 'running'
-                                   THEN coalesce(m.cancel_requested_at, now()) END
+    SET {cancel_marked},
+        error = CASE WHEN target.status = 'running' THEN m.error ELSE 'workflow cancelled' END
     FROM target
     WHERE m.id = target.id
     RETURNING target.status AS was, target.claimed_by AS owner, m.id
