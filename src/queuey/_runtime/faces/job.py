@@ -183,12 +183,9 @@ class JobFace:
             if batcher is not None:
                 return await self._batched(batcher, envelope, queue)
             return DeadLetter(clean_text(f"no handler for job type `{envelope.job_type}`"))
-        try:
-            job = built_job(entry.job_type, envelope.payload)
-        except ValidationError as exc:
-            return DeadLetter(f"decode error: {_decode_detail(exc)}")
-        except Exception as exc:  # a workflow step's builder may raise anything
-            return DeadLetter(clean_text(f"step builder error: {type(exc).__name__}: {exc}"))
+        job = _decoded(entry.job_type, envelope.payload)
+        if isinstance(job, DeadLetter):
+            return job
         policy = entry.retry
         args: tuple[Any, ...] = (job,)
         if entry.takes_context:  # a handler that takes only the job gets no context built
@@ -207,12 +204,9 @@ class JobFace:
 
     async def _batched(self, batcher: Batcher, envelope: Envelope, queue: QueueConfig) -> Outcome:
         """Decode the job, run it in its type's next batch and decide its item's ending."""
-        try:
-            job = built_job(batcher.job_type, envelope.payload)
-        except ValidationError as exc:
-            return DeadLetter(f"decode error: {_decode_detail(exc)}")
-        except Exception as exc:  # a workflow step's builder may raise anything
-            return DeadLetter(clean_text(f"step builder error: {type(exc).__name__}: {exc}"))
+        job = _decoded(batcher.job_type, envelope.payload)
+        if isinstance(job, DeadLetter):
+            return job
         policy = batcher.retry
         context = job_context(envelope, policy.max_attempts)
         scope = context.run_scope
@@ -301,6 +295,16 @@ class JobFace:
                     "stopped, nothing recorded",
                     who,
                 )
+
+
+def _decoded(job_type: type[Job[Any, Any]], payload: Any) -> Job[Any, Any] | DeadLetter:
+    """The job ``payload`` builds, or the dead letter saying why it cannot be built."""
+    try:
+        return built_job(job_type, payload)
+    except ValidationError as exc:
+        return DeadLetter(f"decode error: {_decode_detail(exc)}")
+    except Exception as exc:  # a workflow step's builder may raise anything
+        return DeadLetter(clean_text(f"step builder error: {type(exc).__name__}: {exc}"))
 
 
 def _decode_detail(error: ValidationError) -> str:
