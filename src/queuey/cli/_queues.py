@@ -9,12 +9,14 @@ place of the queue's declared limits from the next claim on; ``limit QUEUE --dec
 the declared ones back, ``limit QUEUE --none`` lifts every limit. Each change is in the audit
 log (who, when, old -> new). ``show`` lists the pauses and the limits set; ``--json`` prints
 ``{"paused": [{kind, queue, by, at}], "limits": [{kind, queue, limits, by, at}]}``. Exit codes:
-0 done, 2 bad usage (a limit that does not parse), 3 the database cannot be reached.
+0 done, 2 bad usage (a limit that does not parse; a queue or job type the database does not know,
+unless ``--force``), 3 the database cannot be reached.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -23,6 +25,9 @@ from queuey.cli._admin import admin_for
 from queuey.cli._options import DATABASE_URL, SCHEMA, json_option
 from queuey.cli._root import echo_json, fail, main, run_async
 from queuey.errors import ConfigError
+
+if TYPE_CHECKING:
+    from queuey.backends.postgres import Admin
 
 __all__: list[str] = []
 
@@ -43,6 +48,38 @@ CHANNEL = click.option(
 )
 
 
+FORCE = click.option(
+    "--force",
+    is_flag=True,
+    help="Act on a name nothing here uses yet (no job, no worker's limits, no pause).",
+)
+
+
+def _check_names(
+    admin: Admin, queue: str, kind: str, job_types: Sequence[str], force: bool
+) -> None:
+    """Exit 2 when the database knows neither QUEUE nor a job type a limit names (a typo
+    would otherwise pause or limit nothing and say it did), unless ``--force``."""
+    if force or kind == "app":
+        return
+    unknown = run_async(
+        admin.unknown_names(queue, "topic" if kind == "topic" else "job", job_types)
+    )
+    if "queue" in unknown:
+        fail(
+            f"no {kind} queue {printable(queue)!r} is known here (no job of it, no worker's "
+            "limits, no pause): check the name (queuey status lists the queues), or pass "
+            "--force to act on it before anything uses it"
+        )
+    if unknown:
+        names = ", ".join(repr(printable(name)) for name in unknown)
+        fail(
+            f"no job of type {names} is in {printable(queue)!r}: a job type is named as "
+            "registered (Job's name=, by default module.ClassName; queuey status --queues "
+            "shows them); pass --force to set it anyway"
+        )
+
+
 @main.group("queues")
 def queues() -> None:
     """Pause, resume and set the flow limits of a queue for every worker (PostgreSQL)."""
@@ -52,10 +89,15 @@ def queues() -> None:
 @DATABASE_URL
 @SCHEMA
 @KIND
+@FORCE
 @click.argument("queue")
-def pause_command(database_url: str | None, schema: str, kind: _PauseKind, queue: str) -> None:
+def pause_command(
+    database_url: str | None, schema: str, kind: _PauseKind, force: bool, queue: str
+) -> None:
     """Pause QUEUE for every worker: its limit zero (what runs finishes)."""
-    changed = run_async(admin_for(database_url, schema).pause_queue(queue, kind))
+    admin = admin_for(database_url, schema)
+    _check_names(admin, queue, kind, (), force)
+    changed = run_async(admin.pause_queue(queue, kind))
     click.echo(f"{kind} {printable(queue)} {'paused' if changed else 'was already paused'}")
 
 
@@ -81,6 +123,7 @@ def resume_command(
 @CHANNEL
 @click.option("--declared", is_flag=True, help="Back to the limits the code declares.")
 @click.option("--none", "lift", is_flag=True, help="No limit at all (until set again).")
+@FORCE
 @click.argument("queue")
 @click.argument("limits", nargs=-1)
 def limit_command(
@@ -90,6 +133,7 @@ def limit_command(
     topic_channel: str | None,
     declared: bool,
     lift: bool,
+    force: bool,
     queue: str,
     limits: tuple[str, ...],
 ) -> None:
@@ -103,6 +147,8 @@ def limit_command(
     except ConfigError as exc:
         fail(str(exc))
     admin = admin_for(database_url, schema)
+    job_types = sorted({spec.job_type for spec in specs or () if spec.job_type is not None})
+    _check_names(admin, queue, kind, job_types, force)
     changed = run_async(admin.set_limits(queue, specs, kind, topic_channel=topic_channel))
     click.echo(f"{kind} {printable(queue)}: {printable(changed)}")
 

@@ -83,6 +83,20 @@ class AdminFlow:
         async with self._flow_store(topic_channel) as store:
             return await store.set_limits(self.actor, kind, queue, limits)
 
+    async def unknown_names(
+        self, queue: str, kind: Literal["job", "topic"] = "job", job_types: Sequence[str] = ()
+    ) -> list[str]:
+        """What of these names the queue table does not know, so that a typo in ``queuey queues
+        pause|limit`` is caught: ``"queue"`` when no row (in any state), declared or set limit,
+        or pause names ``queue``; then each of ``job_types`` no row of the queue has (it reads
+        the queue's rows until it finds one of the type). Empty: every name is known.
+
+        Raises:
+            BackendError, SchemaError: as for ``pause_queue``.
+        """
+        async with self._flow_store(None) as store:
+            return await store.unknown_names(kind, queue, job_types)
+
     async def flow_state(self) -> tuple[list[Pause], list[LimitsSet]]:
         """Every pause in force, and every queue whose limits were set at run time.
 

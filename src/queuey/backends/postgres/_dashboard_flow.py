@@ -91,6 +91,15 @@ class FlowActions:
         rows = await self._execute("set_limits", params)
         return str(rows[0][0]) if rows else ""
 
+    async def unknown_names(
+        self: _Runs, kind: str, queue: str, job_types: Sequence[str] = ()
+    ) -> list[str]:
+        """What of an operator's names this table does not know: ``"queue"`` when no row,
+        declared or set limit, or pause names ``queue``; then each of ``job_types`` that no
+        row of the queue (nor its declared limits) has."""
+        params = {"kind": kind, "queue": queue, "job_types": list(job_types)}
+        return [str(row[0]) for row in await self._execute("unknown_names", params)]
+
     async def limits_set(self: _Runs) -> list[LimitsSet]:
         """Every queue whose limits were set at run time, by kind then name."""
         return await self._rows("limits_set", {}, LimitsSet)

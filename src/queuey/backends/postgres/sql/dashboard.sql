@@ -428,3 +428,23 @@ SELECT coalesce(s.kind, d.kind) AS kind, coalesce(s.queue, d.queue) AS queue,
                  AND z.queue = coalesce(s.queue, d.queue)) AS paused
 FROM {flow_set} AS s FULL JOIN {flow_declared} AS d ON d.kind = s.kind AND d.queue = s.queue
 ORDER BY 1, 2;
+
+-- name: unknown_names
+-- What an operator names that this table does not know: 'queue' when no row of the queue (kind
+-- 'job' or 'topic', in any state), no declared or set limits and no pause name it; then each of
+-- %(job_types)s that no row of the queue has (a probe by state, through the claim's and the
+-- dashboard's indexes, reading until one row of the type is found).
+SELECT 'queue' AS name
+WHERE NOT EXISTS (SELECT 1 FROM {table} WHERE status = 'pending' AND kind = %(kind)s AND queue = %(queue)s)
+  AND NOT EXISTS (SELECT 1 FROM {table}
+                  WHERE status IN ('running', 'failed', 'done', 'cancelled')
+                    AND kind = %(kind)s AND queue = %(queue)s)
+  AND NOT EXISTS (SELECT 1 FROM {flow_declared} WHERE kind = %(kind)s AND queue = %(queue)s)
+  AND NOT EXISTS (SELECT 1 FROM {flow_set} WHERE kind = %(kind)s AND queue = %(queue)s)
+  AND NOT EXISTS (SELECT 1 FROM {paused} WHERE kind = %(kind)s AND queue = %(queue)s)
+UNION ALL
+SELECT t.job_type FROM unnest(%(job_types)s::text[]) AS t (job_type)
+WHERE NOT EXISTS (SELECT 1 FROM {table}
+                  WHERE kind = %(kind)s AND queue = %(queue)s AND job_type = t.job_type)
+  AND NOT EXISTS (SELECT 1 FROM {flow_declared}
+                  WHERE kind = %(kind)s AND queue = %(queue)s AND strpos(limits::text, '"' || t.job_type || '"') > 0);
