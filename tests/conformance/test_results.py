@@ -141,6 +141,26 @@ async def test_a_wrong_return_value_fails_the_attempt_naming_the_field(backend: 
     assert info is not None and info.attempts == 2  # a failed attempt, retried by the policy
 
 
+async def test_a_result_holding_a_nul_character_fails_the_attempt_on_every_backend(
+    backend: Backend,
+) -> None:
+    """PostgreSQL stores results as jsonb, which cannot hold U+0000: every backend refuses such
+    a result alike, as a failed attempt naming it (not a success that cannot be recorded)."""
+    kit = make_kit()
+    if rabbitmq(backend):
+        return
+    producer = await Producer.create(kit.queues, backend)
+    handle = await producer.enqueue(kit.Resize(url="a\x00b"))  # a payload may hold it
+    worker = worker_for(kit, backend, [])
+    await run_until(worker, lambda: ended(worker) == 1)
+    with pytest.raises(JobFailedError) as caught:
+        await handle.result(timeout=5)
+    assert caught.value.last_error is not None
+    assert "NUL character" in caught.value.last_error and "Resize" in caught.value.last_error
+    info = await producer.job(handle.job_id)
+    assert info is not None and info.attempts == 2  # failed attempts, retried by the policy
+
+
 async def test_a_dead_letter_or_a_cancel_raises_with_the_state_and_error(
     backend: Backend,
 ) -> None:

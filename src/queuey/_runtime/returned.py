@@ -48,6 +48,11 @@ def result_json(adapter: TypeAdapter[Any], value: object, job_type: str, shown: 
         text = check_json(dumped, subject, "result")
     except PayloadError as exc:
         raise ResultError(str(exc)) from None
+    if "\\u0000" in text and _holds_nul(dumped):
+        raise ResultError(
+            f"{subject} holds a NUL character (\\u0000) in a string: a result is stored as "
+            "jsonb on PostgreSQL, which cannot hold one; remove or replace it"
+        )
     try:  # what the caller reads back: a field left out of the dump, a value written as null
         adapter.validate_json(text)
     except ValidationError as exc:
@@ -57,6 +62,18 @@ def result_json(adapter: TypeAdapter[Any], value: object, job_type: str, shown: 
             "validation?)"
         ) from None
     return text
+
+
+def _holds_nul(value: object) -> bool:
+    """Whether a string anywhere in ``value`` (JSON values: dicts, lists, scalars) holds
+    ``"\\x00"``, in a key or a value."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def first_error(exc: ValidationError) -> str:
