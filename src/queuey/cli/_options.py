@@ -47,7 +47,13 @@ DATABASE_URL = url_option(
     "--database-url", "PostgreSQL URL (or QUEUEY_DATABASE_URL).", "QUEUEY_DATABASE_URL"
 )
 AMQP_URL = url_option("--amqp-url", "RabbitMQ URL (or QUEUEY_AMQP_URL).", "QUEUEY_AMQP_URL")
-SCHEMA = click.option("--schema", default="queuey", show_default=True, help="PostgreSQL schema.")
+SCHEMA = click.option(
+    "--schema",
+    envvar="QUEUEY_SCHEMA",
+    default="queuey",
+    show_default=True,
+    help="PostgreSQL schema (or QUEUEY_SCHEMA).",
+)
 
 # -- the commands that read an app file (run, publish, serve, dashboard) ------------------------
 

@@ -107,3 +107,27 @@ async def test_retry_refuses_a_step_that_never_ran_and_retries_built_ones(
         assert sorted(await cursor.fetchall()) == sorted(
             [(root, "pending"), (doomed.job_id, "waiting"), (ran.job_id, "pending")]
         )
+
+
+async def test_schema_option_reads_queuey_schema_and_names_a_missing_schema(
+    database_url: str, pg_schema: str
+) -> None:
+    """``--schema`` defaults to ``QUEUEY_SCHEMA``; a schema that does not exist is said so."""
+    async with PostgresBackend(database_url, schema=pg_schema) as backend:
+        producer = await Producer.create(FlowQueues, backend)
+        await producer.enqueue_workflow(chain(Fetch(url="a"), Count.from_page))
+    args = ["status", "--json", "--database-url", database_url]
+    env = {"QUEUEY_SCHEMA": pg_schema}
+    found = await asyncio.to_thread(CliRunner().invoke, main, args, env=env)
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)["queues"][0]["pending"] == 1
+    missing = unique("absent")
+    env = {"QUEUEY_SCHEMA": missing}
+    absent = await asyncio.to_thread(CliRunner().invoke, main, args, env=env)
+    assert absent.exit_code != 0
+    assert f"schema {missing!r} does not exist" in absent.output, absent.output
+    assert f"run `queuey db migrate --schema {missing}`" in absent.output
+    flag = await asyncio.to_thread(
+        CliRunner().invoke, main, [*args, "--schema", pg_schema], env=env
+    )
+    assert flag.exit_code == 0, flag.output  # the flag wins over the variable

@@ -64,15 +64,17 @@ class SchemaStatements(StatementRunner):
 
 def schema_error(schema: str, applied: Collection[int]) -> SchemaError | None:
     """The ``SchemaError`` of a schema with the migrations ``applied``: ``None`` when it has
-    every migration of this version, else one saying to migrate it (also when a migration
-    numbered below the highest applied is missing: added by a later release)."""
+    every migration of this version, else one saying to migrate it: that the schema does not
+    exist when no migration is applied, else which are missing (also when a migration numbered
+    below the highest applied is missing: added by a later release)."""
     missing = sorted(m.version for m in migrations() if m.version not in applied)
     if not missing:
         return None
     version, needed = max(applied, default=0), latest_version()
-    state = (
-        f"is at version {version}, this queuey needs {needed}"
-        if version < needed
-        else f"lacks migration {', '.join(map(str, missing))}"
-    )
+    if not applied:
+        state = "does not exist (or holds no queuey tables)"
+    elif version < needed:
+        state = f"is at version {version}, this queuey needs {needed}"
+    else:
+        state = f"lacks migration {', '.join(map(str, missing))}"
     return SchemaError(f"schema {schema!r} {state}: run `queuey db migrate --schema {schema}`")
