@@ -68,7 +68,7 @@ async def test_a_cap_of_3_per_key_holds_across_processes_and_a_sigkill(
     database_url: str, pg_schema: str
 ) -> None:
     await execute(database_url, sql.SQL(RUNS_DDL).format(sql.Identifier(pg_schema, "flow_runs")))
-    jobs = [Capped(tenant=t, n=n, sleep_ms=400) for n in range(30) for t in ("a", "b", "c")]
+    jobs = [Capped(tenant=t, n=n, sleep_ms=1000) for n in range(30) for t in ("a", "b", "c")]
     async with PostgresBackend(database_url, schema=pg_schema) as backend:
         producer = await Producer.create(FlowApp, backend)
         await producer.enqueue_many(jobs)
@@ -77,9 +77,14 @@ async def test_a_cap_of_3_per_key_holds_across_processes_and_a_sigkill(
         await wait_for(lambda: _started(database_url, pg_schema, 12), 60)
         busy: list[int] = []
         async with asyncio.timeout(30):
-            while not busy:  # a process with a run in progress
+            while not busy:  # a process with a run begun in the last 0.2 s of its 1 s
                 open_runs = await runs(database_url, pg_schema)
-                busy = [pid for _, _, pid, _, ended in open_runs if ended is None]
+                now = await execute(database_url, "SELECT extract(epoch FROM clock_timestamp())")
+                busy = [
+                    pid
+                    for _, _, pid, started, ended in open_runs
+                    if ended is None and float(now[0][0]) - started < 0.2
+                ]
                 await asyncio.sleep(0.01)
         killed = next(worker for worker in workers if worker.pid == busy[0])
         killed.signal(signal.SIGKILL)
