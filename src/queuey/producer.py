@@ -310,7 +310,7 @@ class Producer(ProducerBase[Q], BatchProducing):
 
         Returns:
             ``"cancelled"``, ``"requested"`` (it was running) or ``"not_found"`` (no pending,
-            scheduled or running job has that id).
+            scheduled or running job has that id; also an id that is not a job id at all).
 
         Raises:
             NotSupportedError: (RabbitMQ) a queued message cannot be cancelled.
@@ -346,11 +346,11 @@ class Producer(ProducerBase[Q], BatchProducing):
 
     async def job(self, job_id: str) -> JobInfo | None:
         """Where the job ``job_id`` (an id ``enqueue`` returned) is now: its state, attempts,
-        last error and due time; ``None`` when the backend has no such job.
+        last error and due time; ``None`` when the backend has no such job (also for an id
+        that is not a job id at all, such as one that is not a UUID on PostgreSQL).
 
         Raises:
             NotSupportedError: the backend keeps no per-job state (RabbitMQ).
-            ConfigError: (PostgreSQL) ``job_id`` is not a UUID.
             BackendError: the backend could not be asked.
         """
         if not isinstance(self.backend, JobLookup):
@@ -370,9 +370,9 @@ class Producer(ProducerBase[Q], BatchProducing):
                 job id, the state and the last error.
             ResultTimeoutError: it had not ended within ``timeout`` (a duration; ``None``: no
                 limit); the job is left alone.
-            UnknownJobError: the backend has no such job (or deleted it after its retention).
+            UnknownJobError: the backend has no such job (or deleted it after its retention;
+                also an id that is not a job id at all).
             NotSupportedError: the backend keeps no results (RabbitMQ).
-            ConfigError: (PostgreSQL) ``job_id`` is not a UUID.
             ResultError: the stored result does not read as ``result_type`` (its ``job_id``
                 set).
             BackendError: the backend could not be asked.

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from queuey import JobContext, JobInfo, NotSupportedError, Producer, Worker
+from queuey import JobContext, JobInfo, NotSupportedError, Producer, UnknownJobError, Worker
 from queuey.backends.base import Backend
 from tests.conformance.test_conformance import finished, make_kit
 from tests.helpers import run_until
@@ -94,3 +94,25 @@ async def test_an_unknown_job_is_none(backend: Backend) -> None:
     kit = make_kit()
     producer = await Producer.create(kit.queues, backend)
     assert await producer.job("00000000-0000-4000-8000-000000000000") is None
+
+
+@pytest.mark.parametrize("job_id", ["not-a-uuid", "abc", ""])
+async def test_a_malformed_id_is_an_unknown_job_on_every_backend(
+    backend: Backend, job_id: str
+) -> None:
+    """An id no job can have reads as "no such job", as for a well-formed unknown id: ``job``
+    is ``None``, ``result`` raises ``UnknownJobError``, ``cancel`` says ``not_found``;
+    RabbitMQ refuses all three as it does any id."""
+    kit = make_kit()
+    producer = await Producer.create(kit.queues, backend)
+    if rabbitmq(backend):
+        with pytest.raises(NotSupportedError):
+            await producer.job(job_id)
+        with pytest.raises(NotSupportedError):
+            await producer.cancel(job_id)
+        return
+    assert await producer.job(job_id) is None
+    with pytest.raises(UnknownJobError) as raised:
+        await producer.result(job_id, int, timeout=1)
+    assert raised.value.job_id == job_id
+    assert await producer.cancel(job_id) == "not_found"

@@ -276,7 +276,6 @@ class Producer(ProducerBase[Q], SyncBatchProducing):
 
         Raises:
             NotSupportedError: the backend keeps no per-job state (RabbitMQ).
-            ConfigError: (PostgreSQL) ``job_id`` is not a UUID.
             BackendError: the backend could not be asked.
         """
         if not isinstance(self.backend, SyncJobLookup):

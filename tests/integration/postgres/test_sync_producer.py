@@ -145,3 +145,11 @@ def test_a_missing_schema_or_database_is_reported(database_url: str) -> None:
         sync.PostgresBackend.connect(
             "postgresql://nobody:secret@127.0.0.1:1/none", connect_timeout=2
         )
+
+
+def test_a_malformed_id_is_an_unknown_job(database_url: str, pg_schema: str) -> None:
+    """As the async producer (tests/conformance/test_job_lookup.py): no job, nothing to cancel."""
+    with sync.PostgresBackend.connect(database_url, schema=pg_schema) as backend:
+        producer = sync.Producer.create(Shop, backend)
+        assert producer.job("not-a-uuid") is None
+        assert producer.cancel("abc") == "not_found"

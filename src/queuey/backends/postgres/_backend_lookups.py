@@ -11,11 +11,12 @@ from datetime import datetime
 from typing import cast
 
 from queuey.backends.base import CancelResult, JobEnd, JobInfo, QueueDepth
-from queuey.backends.postgres._admin import parse_id
 from queuey.backends.postgres._awaiters import Awaiters
 from queuey.backends.postgres._cancel import cancel_result
+from queuey.backends.postgres._ids import job_id_or_none
 from queuey.backends.postgres._store import Store
 from queuey.envelope import Envelope, Kind
+from queuey.errors import UnknownJobError
 from queuey.limits import Throttled
 from queuey.schedule import ScheduleRecord
 from queuey.unique import State
@@ -74,13 +75,18 @@ class LookupMethods:
         one too, and its worker is told through a NOTIFY on ``cancel_channel`` (its handler is
         cancelled, and every later settle of that run is refused by the fence).
 
+        Returns:
+            As ``Producer.cancel``; ``"not_found"`` also for an id that is not a UUID.
+
         Raises:
-            ConfigError: ``job_id`` is not a UUID.
             BackendError: the database failed; nothing changed.
             ShutDownError: the backend is not open.
         """
         self._check_open()
-        was = await self._store.cancel(parse_id(job_id), self.cancel_channel)
+        found = job_id_or_none(job_id)
+        if found is None:
+            return "not_found"
+        was = await self._store.cancel(found, self.cancel_channel)
         return cancel_result(was)
 
     def throttled(self) -> list[Throttled]:
@@ -121,15 +127,15 @@ class LookupMethods:
     async def job(self, job_id: str) -> JobInfo | None:
         """Where job ``job_id`` (the id ``enqueue`` returned) is now: its state, attempts, last
         error and due time (``JobLookup``); ``None`` when there is no such row (never enqueued
-        in this schema, or done and deleted after ``retain``).
+        in this schema, or done and deleted after ``retain``, or an id that is not a UUID).
 
         Raises:
-            ConfigError: ``job_id`` is not a UUID.
             BackendError: the database failed.
             ShutDownError: the backend is not open.
         """
         self._check_open()
-        return await self._store.job_info(parse_id(job_id))
+        found = job_id_or_none(job_id)
+        return None if found is None else await self._store.job_info(found)
 
     async def purge(self, queues: Sequence[str]) -> int:
         """Delete every row of the given typed queues; returns the count."""
@@ -144,9 +150,11 @@ class LookupMethods:
 
         Raises:
             UnknownJobError: there is no such row (never enqueued in this schema, or done and
-                deleted after ``retain``).
-            ConfigError: ``job_id`` is not a UUID.
+                deleted after ``retain``, or an id that is not a UUID).
             ShutDownError: the backend is not open.
         """
         self._check_open()
-        return await self._awaiters.wait(parse_id(job_id), timeout)
+        found = job_id_or_none(job_id)
+        if found is None:
+            raise UnknownJobError(job_id)
+        return await self._awaiters.wait(found, timeout)

@@ -6,7 +6,7 @@ import uuid
 
 from queuey.errors import ConfigError
 
-__all__ = ["parse_id"]
+__all__ = ["job_id_or_none", "parse_id"]
 
 
 def parse_id(row_id: str | uuid.UUID) -> str:
@@ -21,3 +21,12 @@ def parse_id(row_id: str | uuid.UUID) -> str:
         return str(uuid.UUID(row_id))
     except (ValueError, TypeError, AttributeError):
         raise ConfigError(f"{row_id!r} is not a job id (a UUID)") from None
+
+
+def job_id_or_none(job_id: str | uuid.UUID) -> str | None:
+    """``job_id`` as a canonical UUID string; ``None`` when it is not a UUID, so no job has it
+    (a lookup says "no such job", as the memory backend does)."""
+    try:
+        return parse_id(job_id)
+    except ConfigError:
+        return None

@@ -15,9 +15,9 @@ from typing import Any
 
 from queuey._validation import check_int
 from queuey.backends.base import CancelResult, JobInfo
-from queuey.backends.postgres._admin import parse_id
 from queuey.backends.postgres._backend import process_identity
 from queuey.backends.postgres._cancel import cancel_channel, cancel_result
+from queuey.backends.postgres._ids import job_id_or_none
 from queuey.backends.postgres._publish import (
     bulk_params,
     fold,
@@ -235,23 +235,23 @@ class SyncPostgresBackend:
         """As ``PostgresBackend.cancel``.
 
         Raises:
-            ConfigError: ``job_id`` is not a UUID.
             BackendError: the database failed; nothing changed.
             ShutDownError: the backend is not open.
         """
         self._check_open()
-        return cancel_result(
-            self._store.cancel(parse_id(job_id), self.cancel_channel, self.channel)
-        )
+        found = job_id_or_none(job_id)
+        if found is None:
+            return "not_found"
+        return cancel_result(self._store.cancel(found, self.cancel_channel, self.channel))
 
     def job(self, job_id: str) -> JobInfo | None:
         """As ``PostgresBackend.job``: where job ``job_id`` is now, ``None`` when there is no
-        such row.
+        such row (or the id is not a UUID).
 
         Raises:
-            ConfigError: ``job_id`` is not a UUID.
             BackendError: the database failed.
             ShutDownError: the backend is not open.
         """
         self._check_open()
-        return self._store.job_info(parse_id(job_id))
+        found = job_id_or_none(job_id)
+        return None if found is None else self._store.job_info(found)
