@@ -137,6 +137,10 @@ async def test_a_wrong_return_value_fails_the_attempt_naming_the_field(backend: 
     assert failure.last_error is not None
     assert "result of" in failure.last_error and "Resize" in failure.last_error
     assert "width" in failure.last_error and "Thumb" in failure.last_error
+    assert failure.last_error.endswith(
+        "is not a valid Thumb: width: Input should be a valid integer, unable to parse string "
+        "as an integer (got str)"
+    ), failure.last_error  # the type of the field's value, not of the whole return value
     info = await producer.job(handle.job_id)
     assert info is not None and info.attempts == 2  # a failed attempt, retried by the policy
 

@@ -39,9 +39,7 @@ def result_json(adapter: TypeAdapter[Any], value: object, job_type: str, shown: 
         valid = adapter.validate_python(value)
         dumped = adapter.dump_python(valid, mode="json")
     except ValidationError as exc:
-        raise ResultError(
-            f"{subject} is not a valid {shown}: {first_error(exc)}; got {type(value).__name__}"
-        ) from None
+        raise ResultError(f"{subject} is not a valid {shown}: {first_error(exc)}") from None
     except Exception as exc:  # a user's serializer may raise anything
         raise ResultError(f"{subject} could not be written as {shown}: {exc}") from None
     try:
@@ -77,11 +75,13 @@ def _holds_nul(value: object) -> bool:
 
 
 def first_error(exc: ValidationError) -> str:
-    """``exc``'s first error as ``"where: message"``, with how many more there are."""
+    """``exc``'s first error as ``"where: message (got <type of the value there>)"``, with how
+    many more there are; a missing field names no type (there is no value)."""
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "the value"
+    got = "" if first["type"] == "missing" else f" (got {type(first['input']).__name__})"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
+    return f"{where}: {first['msg']}{got}{more}"
 
 
 def type_name(result_type: object) -> str:
