@@ -4,8 +4,10 @@ starts), on the event loop's clock (virtual under looptime).
 The same rules as the PostgreSQL claim: a row is handed out only while every limit that
 applies to it (its queue's, its job type's) has room for its key; a concurrency share is held
 from hand-out to settle; a rate limit keeps each key's theoretical time of its next start
-(``tat``, a token bucket as ``RateLimit`` describes it). Rows are handed out in queue order (the
-first that may start), not round robin across keys.
+(``tat``, a token bucket as ``RateLimit`` describes it). Each look considers every due row and
+hands out the first, in queue order, that may start: a row of a key at its limit is passed over,
+so a backlog of one key does not hold back the rows of others behind it (no round robin across
+keys among rows that may start).
 
 A pause is the limit zero (``PAUSED``) held beside the queue's limits, and limits set at run
 time (``MemoryBackend.set_limits``) replace the declared ones until reset: every consumer of the
