@@ -58,14 +58,17 @@ def limits_json(limits: Sequence[LimitSpec]) -> str:
     return json.dumps(rows)
 
 
-def limited_claim(limits: Sequence[LimitSpec]) -> dict[str, Any]:
+def limited_claim(limits: Sequence[LimitSpec], *, room_only: bool = False) -> dict[str, Any]:
     """The parameters ``claim_limited`` adds to the claim's: ``limits`` (JSON: the declared
-    limits, replaced in the statement by those set at run time), ``scan`` and ``recheck``."""
+    limits, replaced in the statement by those set at run time), ``scan``, ``recheck`` and
+    ``room_only`` (true for a claim: a cap the queue's running rows cannot reach is not counted
+    per key; false where each key's running count is shown)."""
     return {
         "limits": limits_json(limits),
         "scan": SCAN,
         "tail": TAIL,
         "recheck": CONCURRENCY_RECHECK,
+        "room_only": room_only,
     }
 
 
@@ -87,7 +90,7 @@ class FlowClaims:
         adds: ``claim_limited`` (flow limits, declared or set), ``claim_aged`` (priority
         aging, no limits) or the plain ``claim``."""
         if self.limited(config):
-            return "claim_limited", limited_claim(config.limits)
+            return "claim_limited", limited_claim(config.limits, room_only=True)
         if config.priority_aging is not None:
             return "claim_aged", {"aging": config.priority_aging, "top": config.max_priority}
         return "claim", {}

@@ -377,9 +377,12 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(kind)s || ':' || %(queue)s, 29))
 -- The CTEs claim_limited and flow_held share (a part is never run alone, and follows
 -- claim_priorities): the limits (lim), the rows considered (cand: the oldest %(scan)s due rows
 -- in claim order and the newest %(tail)s due rows of each priority, so that rows enqueued
--- behind a long backlog of full keys are seen at once), each one's key under each limit (keyed), what each key holds
--- (running, room), the rows each keyed limit admits (ranked, verdict, keyed_ok) and each whole
--- limit's turn (whole); held counts the rows a limit of each kind holds back. A rate limit's
+-- behind a long backlog of full keys are seen at once), each one's key under each limit
+-- (keyed; the text json_agg makes, built directly for one field), what each key holds (running,
+-- room; with %(room_only)s a cap that the queue's running rows and every row considered could
+-- not reach together is not counted per key: its room is the cap, and each of its keys admits
+-- all its rows, as the count would have let it), the rows each keyed limit admits (ranked,
+-- verdict, keyed_ok) and each whole limit's turn (whole); held counts the rows a limit of each kind holds back. A rate limit's
 -- room for a key is how many starts its pace allows now: with tat the later of the key's
 -- recorded next start ({flow_pace}) and now, floor((now + tau - tat) / spacing) + 1 (at most
 -- burst + 1; none while tat is more than tau = burst spacings ahead).
@@ -415,16 +418,27 @@ lim AS MATERIALIZED (
 ), keyed AS MATERIALIZED (
     SELECT c.id, c.priority, c.available_at, c.seq, l.n, l.cap, l.per, l.bucket,
            json_array_length(l.fields) > 0 AS by_key,
-           (SELECT coalesce(json_agg(c.payload -> f.name ORDER BY f.i), '[]')::text
-            FROM json_array_elements_text(l.fields) WITH ORDINALITY AS f(name, i)) AS key
+           CASE json_array_length(l.fields)
+               WHEN 1 THEN '[' || coalesce((c.payload -> (l.fields ->> 0))::text, 'null') || ']'
+               ELSE (SELECT coalesce(json_agg(c.payload -> f.name ORDER BY f.i), '[]')::text
+                     FROM json_array_elements_text(l.fields) WITH ORDINALITY AS f(name, i))
+           END AS key
     FROM cand AS c JOIN lim AS l ON l.job_type IS NULL OR l.job_type = c.job_type
 ), running AS (
     SELECT l.n,
-           (SELECT coalesce(json_agg(r.payload -> f.name ORDER BY f.i), '[]')::text
-            FROM json_array_elements_text(l.fields) WITH ORDINALITY AS f(name, i)) AS key,
+           CASE json_array_length(l.fields)
+               WHEN 1 THEN '[' || coalesce((r.payload -> (l.fields ->> 0))::text, 'null') || ']'
+               ELSE (SELECT coalesce(json_agg(r.payload -> f.name ORDER BY f.i), '[]')::text
+                     FROM json_array_elements_text(l.fields) WITH ORDINALITY AS f(name, i))
+           END AS key,
            count(*) AS held
     FROM {table} AS r
-    JOIN lim AS l ON l.per IS NULL AND (l.job_type IS NULL OR l.job_type = r.job_type)
+    JOIN (SELECT * FROM lim AS c
+          WHERE c.per IS NULL
+            AND NOT (%(room_only)s AND c.cap >= (SELECT count(*) FROM cand)
+                     + (SELECT count(*) FROM {table} AS a
+                        WHERE a.status = 'running' AND a.kind = %(kind)s AND a.queue = %(queue)s))
+         ) AS l ON l.job_type IS NULL OR l.job_type = r.job_type
     WHERE r.status = 'running' AND r.kind = %(kind)s AND r.queue = %(queue)s
     GROUP BY 1, 2
 ), room AS MATERIALIZED (
@@ -481,8 +495,11 @@ lim AS MATERIALIZED (
 -- then each limit of a whole queue or job type admits its first `room` of those; the rows
 -- admitted are taken round robin across keys (the first row of every key, then the second...),
 -- in claim order within a turn. Rows skipped are not touched: no attempt, no deferral. Each
--- key's pace moves one spacing per start it made, in this statement (paced); the paces of keys
--- it did not touch whose time has passed are deleted (they say nothing). Limits an operator set
+-- key's pace moves one spacing per start it made, in this statement (paced), unless its new
+-- pace has already passed when the statement writes it (ahead: the next claim of the queue,
+-- which follows this transaction's commit under claim_lock, reads a later clock, so such a
+-- pace would say nothing); the paces of keys it did not move whose time has passed are deleted
+-- (they say nothing). Limits an operator set
 -- at run time ({flow_set}) replace %(limits)s (overridden says so).
 --
 -- due_in (on a short claim): seconds until the next row may start: the next row scheduled for
@@ -520,15 +537,18 @@ WITH RECURSIVE {claim_priorities}, {limited_rows}, picked AS (
     JOIN room AS r ON r.n = k.n AND r.key = k.key
     WHERE k.per IS NOT NULL
     GROUP BY r.n, r.bucket, r.key, r.tat, r.spacing
+), ahead AS MATERIALIZED (
+    SELECT DISTINCT ON (t.bucket, t.key) t.bucket, t.key, t.tat FROM taken AS t
+    WHERE t.tat > extract(epoch FROM clock_timestamp())
+    ORDER BY t.bucket, t.key, t.tat DESC
 ), paced AS (
     INSERT INTO {flow_pace} AS f (kind, queue, bucket, key, tat)
-    SELECT DISTINCT ON (bucket, key) %(kind)s, %(queue)s, bucket, key, tat FROM taken
-    ORDER BY bucket, key, tat DESC
+    SELECT %(kind)s, %(queue)s, bucket, key, tat FROM ahead
     ON CONFLICT (kind, queue, bucket, key) DO UPDATE SET tat = EXCLUDED.tat
 ), pruned AS (
     DELETE FROM {flow_pace} AS f
     WHERE f.kind = %(kind)s AND f.queue = %(queue)s AND f.tat < (SELECT s FROM clock)
-      AND NOT EXISTS (SELECT 1 FROM taken AS x WHERE x.bucket = f.bucket AND x.key = f.key)
+      AND NOT EXISTS (SELECT 1 FROM ahead AS x WHERE x.bucket = f.bucket AND x.key = f.key)
 ), due AS (
     SELECT CASE WHEN (SELECT count(*) FROM claimed) < %(limit)s
                  AND NOT {paused_here}
