@@ -6,18 +6,25 @@ stream goes on; without aging the same job waits for the whole stream."""
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from typing import Any
 
 import pytest
 
-from queuey import ConfigError, Job, JobContext, Producer, Queue, QueueSet, Worker
+from queuey import ConfigError, Job, JobContext, MemoryBackend, Producer, Queue, QueueSet, Worker
 from queuey.backends.base import Backend
 
 STREAM_SECS = 8.0
 AGING = 0.5  # seconds per level: priority 0 reaches the top (10) after 5 s
 TOP = 10
+
+
+@pytest.fixture
+def virtual_time_on_memory(backend: Backend, request: pytest.FixtureRequest) -> None:
+    """Memory runs on the event loop's clock: in virtual time (looptime), so the 8-second
+    stream costs no wall time there; the servers' backends run in real time."""
+    if isinstance(backend, MemoryBackend):
+        request.node.add_marker(pytest.mark.looptime)
 
 
 def make_set(aging: float | None) -> tuple[type[QueueSet], type[Job[Any]]]:
@@ -42,16 +49,17 @@ async def low_waits(backend: Backend, aging: float | None) -> tuple[float, float
     producer = await Producer.create(queues, backend)
     worker = Worker(queues, backend, concurrency=1)
     started: dict[str, float] = {}
-    zero = time.monotonic()
+    clock = asyncio.get_running_loop().time  # virtual on memory (looptime), real elsewhere
+    zero = clock()
 
     @worker.handler(step)
     async def handle(job: Any, ctx: JobContext) -> None:
-        started.setdefault(job.label, time.monotonic() - zero)
+        started.setdefault(job.label, clock() - zero)
         await asyncio.sleep(0.02)  # 50 jobs/s at most: the stream below sends 100/s
 
     async def stream() -> float:
         last, n = 0.0, 0
-        while (last := time.monotonic() - zero) < STREAM_SECS:
+        while (last := clock() - zero) < STREAM_SECS:
             await producer.enqueue(step(label=f"high-{n}"), priority=TOP)
             n += 1
             await asyncio.sleep(0.01)
@@ -61,7 +69,7 @@ async def low_waits(backend: Backend, aging: float | None) -> tuple[float, float
     try:
         sending = asyncio.create_task(stream())
         await asyncio.sleep(0.3)  # a backlog of top-priority jobs builds up
-        enqueued = time.monotonic() - zero
+        enqueued = clock() - zero
         await producer.enqueue(step(label="low"), priority=0)
         last = await sending
         async with asyncio.timeout(60):
@@ -73,6 +81,7 @@ async def low_waits(backend: Backend, aging: float | None) -> tuple[float, float
     return started["low"] - enqueued, last, enqueued
 
 
+@pytest.mark.usefixtures("virtual_time_on_memory")
 async def test_a_low_priority_job_starts_within_the_bound_behind_a_steady_stream(
     backend: Backend,
 ) -> None:
@@ -82,6 +91,7 @@ async def test_a_low_priority_job_starts_within_the_bound_behind_a_steady_stream
     assert enqueued + waited < last  # it started while the stream still ran
 
 
+@pytest.mark.usefixtures("virtual_time_on_memory")
 async def test_without_aging_the_stream_starves_it(backend: Backend) -> None:
     waited, last, enqueued = await low_waits(backend, None)
     assert enqueued + waited > last  # strict priority: only after the whole stream
