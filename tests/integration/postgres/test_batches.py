@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from queuey import (
+    ConfigError,
     Job,
     JobContext,
     Producer,
@@ -224,3 +225,12 @@ async def test_a_retried_member_leaves_its_batch(database_url: str, pg_schema: s
             await running
     assert seen == {1: None, 2: handle.batch_id}  # the retried run is no member any more
     assert [(p.total, p.done, p.failed) for p in done] == [(2, 1, 1)]
+
+
+async def test_a_malformed_batch_id_is_named_as_a_batch_id(
+    database_url: str, pg_schema: str
+) -> None:
+    async with PostgresBackend(database_url, schema=pg_schema) as backend:
+        producer = await Producer.create(Race, backend)
+        with pytest.raises(ConfigError, match=r"'zzz' is not a batch id \(a UUID\)"):
+            await producer.batch("zzz").progress()

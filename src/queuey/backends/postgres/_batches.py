@@ -69,7 +69,7 @@ class BatchMethods:
             raise TypeError(
                 f"add_to_batch takes a psycopg AsyncConnection, got {type(connection).__name__}"
             )
-        params = _rows_params(parse_id(batch_id), rows, self.channel)
+        params = _rows_params(parse_id(batch_id, "batch"), rows, self.channel)
         store = self._store
         added = await store._publishing("add_to_batch", params, connection, scalar_row, len(rows))
         return bool(added and added[0])
@@ -92,7 +92,7 @@ async def batch_progress(store: Store, batch_id: str) -> BatchProgress | None:
     Raises:
         ConfigError: ``batch_id`` is not a UUID.
     """
-    params = {"batch": parse_id(batch_id)}
+    params = {"batch": parse_id(batch_id, "batch")}
     found = await store._fetch("batch_progress", params, class_row(BatchProgress))
     return found[0] if found else None
 

@@ -9,8 +9,9 @@ from queuey.errors import ConfigError
 __all__ = ["job_id_or_none", "parse_id"]
 
 
-def parse_id(row_id: str | uuid.UUID) -> str:
-    """``row_id`` as a canonical UUID string.
+def parse_id(row_id: str | uuid.UUID, what: str = "job") -> str:
+    """``row_id`` as a canonical UUID string; ``what`` names the id in the error (``"job"``,
+    ``"batch"``).
 
     Raises:
         ConfigError: ``row_id`` is not a UUID.
@@ -20,7 +21,7 @@ def parse_id(row_id: str | uuid.UUID) -> str:
     try:
         return str(uuid.UUID(row_id))
     except (ValueError, TypeError, AttributeError):
-        raise ConfigError(f"{row_id!r} is not a job id (a UUID)") from None
+        raise ConfigError(f"{row_id!r} is not a {what} id (a UUID)") from None
 
 
 def job_id_or_none(job_id: str | uuid.UUID) -> str | None:
