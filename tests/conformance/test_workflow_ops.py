@@ -5,6 +5,7 @@ at once and tells its running step, which ends cancelled; the steps that ended s
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -95,29 +96,37 @@ class Split(Job[FlowQueues, FanOut[int]], queue=FlowQueues.steps, name="flows.Sp
     text: str
 
 
-async def test_jobs_a_step_fans_out_to_are_shown_after_it(backend: Backend) -> None:
-    if not isinstance(backend, WorkflowOps):
-        pytest.skip("the backend runs no workflows")
-    producer = await Producer.create(FlowQueues, backend)
-    worker = Worker(FlowQueues, backend, concurrency=4)
+async def split_and_sum(producer: Producer[Any], worker: Worker[Any], split: Any) -> Any:
+    """Run ``split`` (a job fanning its ``text``'s words out to ``Count``) then ``Sum`` of
+    their counts on ``worker`` until the workflow's result, 3 for "a bb"; its handle."""
 
     async def record(kind: str, key: str) -> None:
         return None
 
     register(worker, record)
 
-    @worker.handler(Split)
-    async def split(job: Split, ctx: JobContext) -> FanOut[int]:
+    @worker.handler(split)
+    async def fan_out(job: Any, ctx: JobContext) -> FanOut[int]:
         return FanOut(Count(text=part) for part in job.text.split(" "))
 
     running = asyncio.create_task(worker.run())
     try:
-        flow = start(Split(text="a bb")).then_each(Sum.from_counts)
+        flow = start(split(text="a bb")).then_each(Sum.from_counts)
         handle = await producer.enqueue_workflow(flow)
         assert await handle.result(timeout=30) == 3
     finally:
         worker.shutdown()
         await running
+    return handle
+
+
+async def test_jobs_a_step_fans_out_to_are_shown_after_it(backend: Backend) -> None:
+    if not isinstance(backend, WorkflowOps):
+        pytest.skip("the backend runs no workflows")
+    producer = await Producer.create(FlowQueues, backend)
+    worker = Worker(FlowQueues, backend, concurrency=4)
+
+    handle = await split_and_sum(producer, worker, Split)
     info = await producer.workflow(handle)
     assert info is not None and info.state == "done"
     by_type: dict[str, list[WorkflowStep]] = {}

@@ -15,11 +15,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry
 
-from queuey import Job, JobContext, Producer, Worker
+from queuey import Job, Producer, Worker
 from queuey.backends.base import Backend
 from queuey.backends.workflow_ops import WorkflowOps
 from queuey.observability import Metrics
-from queuey.workflows import FanOut, chain, group, start
+from queuey.workflows import FanOut, chain, group
+from tests.conformance.test_workflow_ops import split_and_sum
 from tests.integration.postgres.workflow_app import Count, Double, FlowQueues, Sum, register
 
 
@@ -85,23 +86,7 @@ async def test_jobs_a_step_fans_out_to_are_in_its_workflows_trace(backend: Backe
     producer = await Producer.create(FlowQueues, backend, tracing=provider)
     worker = Worker(FlowQueues, backend, tracing=provider)
 
-    async def record(kind: str, key: str) -> None:
-        return None
-
-    register(worker, record)
-
-    @worker.handler(Split)
-    async def split(job: Split, ctx: JobContext) -> FanOut[int]:
-        return FanOut(Count(text=part) for part in job.text.split(" "))
-
-    running = asyncio.create_task(worker.run())
-    try:
-        flow = start(Split(text="a bb")).then_each(Sum.from_counts)
-        handle = await producer.enqueue_workflow(flow)
-        assert await handle.result(timeout=30) == 3
-    finally:
-        worker.shutdown()
-        await running
+    handle = await split_and_sum(producer, worker, Split)
     found = exporter.get_finished_spans()
     (send,) = [s for s in found if s.kind is SpanKind.PRODUCER]
     runs = [s for s in found if s.kind is SpanKind.CONSUMER]
