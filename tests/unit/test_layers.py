@@ -1,5 +1,5 @@
 """The import graph of ``src/queuey``, read from the source with ``ast``: no import cycle, and
-every import points down the layer table (STYLE rule 3: the contract is singular, the arrows
+every import points down the layer table (the contract is singular, the arrows
 point one way).
 
 Every ``import`` and ``from ... import`` counts, wherever it sits: at the top, inside a

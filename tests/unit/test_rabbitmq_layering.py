@@ -1,5 +1,5 @@
 """The RabbitMQ package's imports, read from its source: no cycle between its modules (lazy and
-``TYPE_CHECKING`` imports included), and nothing above the contract (STYLE rule 3).
+``TYPE_CHECKING`` imports included), and nothing above the contract.
 
 The helpers here read every import statement of a module, wherever it sits, and are shared
 with ``test_memory_layering``.

@@ -1,4 +1,4 @@
-"""The sync twin cannot drift (STYLE rule 6): ``queuey.sync.Producer`` has exactly the public
+"""The sync twin cannot drift: ``queuey.sync.Producer`` has exactly the public
 methods of ``queuey.Producer``, each with the same parameters (names, kinds, defaults), sync
 where the async one is a coroutine; and ``SyncBackend`` mirrors the publishing half of
 ``Backend`` the same way."""

@@ -7,7 +7,7 @@ adds how it publishes.
 
 Both producers subclass ``ProducerBase`` and publish exactly what it builds, so the two cannot
 disagree about what an enqueue writes (``tests/unit/test_sync_parity.py`` checks that their
-public methods and parameters stay the same, STYLE rule 6).
+public methods and parameters stay the same).
 """
 
 from __future__ import annotations

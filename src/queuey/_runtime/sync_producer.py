@@ -1,7 +1,7 @@
 """``Producer[Q]`` for code with no event loop: the sync twin of ``queuey.Producer``, exported
 as ``queuey.sync.Producer``.
 
-It mirrors the async producer name for name and behaviour for behaviour (STYLE rule 6;
+It mirrors the async producer name for name and behaviour for behaviour (
 ``tests/unit/test_sync_parity.py`` checks the methods and their parameters,
 ``tests/conformance/test_sync_behaviour.py`` what each does), builds its envelopes with the
 same ``ProducerBase``, and publishes through a ``SyncBackend``: ``SyncPostgresBackend``

@@ -6,7 +6,7 @@ half (``_sync_contract``); import every name from here.
 
 For implementers; it may change between minor versions until it has settled. The runtime
 (``Producer``, ``Worker``) talks to transports only through these Protocols, and a backend never
-imports the runtime (STYLE.md, rule 3).
+imports the runtime.
 
 Semantics every backend honours, proven by ``tests/conformance``:
 

@@ -1,5 +1,5 @@
 """Every dashboard page's query reads through an index and answers in under 100 ms beside a
-million rows (DESIGN §9 "Dashboard"): EXPLAIN (ANALYZE) plans on one table built with one
+million rows: EXPLAIN (ANALYZE) plans on one table built with one
 ``INSERT ... SELECT generate_series``.
 
 The table: 1,000,000 rows over ten typed queues and two topics; 90% done over the last day,

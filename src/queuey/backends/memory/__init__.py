@@ -1,5 +1,5 @@
 """The in-memory backend (``MemoryBackend``): a real backend held in process, for tests and the
-demo, proven by the same conformance suite as PostgreSQL and RabbitMQ (STYLE rule 4).
+demo, proven by the same conformance suite as PostgreSQL and RabbitMQ.
 
 ``_backend`` holds the public face, ``_store`` the queues, timers and in-flight count they all
 share, and ``_consumer`` the consumers and deliveries, which work on the store, never on the

@@ -1,5 +1,5 @@
-"""Translation of aio-pika / aiormq exceptions into queuey's, at the backend's boundary
-(STYLE rule 2), and redaction of credentials from anything we log or raise.
+"""Translation of aio-pika / aiormq exceptions into queuey's, at the backend's boundary,
+and redaction of credentials from anything we log or raise.
 
 No AMQP exception escapes the RabbitMQ backend: ``translated`` re-raises it as a
 ``BackendError`` (``from`` the original), with a message that never contains the password.

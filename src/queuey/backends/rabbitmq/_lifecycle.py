@@ -10,7 +10,7 @@ __all__ = ["Lifecycle"]
 
 
 class Lifecycle:
-    """Opened once, closed once, never reopened (STYLE rule 5)."""
+    """Opened once, closed once, never reopened."""
 
     def __init__(self) -> None:
         self.opened = False

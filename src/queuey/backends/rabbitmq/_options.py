@@ -1,5 +1,5 @@
 """``RabbitMqOptions``: the RabbitMQ backend's tunables, a small frozen value validated on
-creation (STYLE: options in a frozen value, not a god constructor). The checks go through
+creation (options in a frozen value, not a constructor of many keywords). The checks go through
 ``queuey._validation``, so a bad value is a ``ConfigError`` naming ``RabbitMqOptions`` and the
 option, shaped like every other option error."""
 
